@@ -1,0 +1,75 @@
+// The oracle: exact angles in multiprecision (MPFR through Boost.Multiprecision, et_off), the
+// dense block-diagonal rotation R_m written down as the math defines it, and one correct rounding
+// into each dtype. Includes nothing from src/ but the spec vocabulary (spec.hpp, dtype.hpp).
+#pragma once
+
+#include "ropecheck/dtype.hpp"
+#include "ropecheck/spec.hpp"
+
+#include <boost/multiprecision/eigen.hpp>
+#include <boost/multiprecision/mpfr.hpp>
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ropecheck::reference {
+
+using Mp = boost::multiprecision::number<boost::multiprecision::mpfr_float_backend<0>,
+                                         boost::multiprecision::et_off>;
+using MpVector = Eigen::Matrix<Mp, Eigen::Dynamic, 1>;
+using MpMatrix = Eigen::Matrix<Mp, Eigen::Dynamic, Eigen::Dynamic>;
+
+// ---- precision -------------------------------------------------------------------------------
+// Boost 1.74 keeps one process-wide default precision for variable-precision MPFR numbers, so the
+// reference precision is process-wide too: set it once (CLI flag / test main) before computing.
+// Default: max(2p + 30, 160) bits, p = the dtype's digits (160 for every dtype we have).
+unsigned default_bits(Dtype d);
+void set_precision_bits(unsigned bits);  // actual precision is >= bits (Boost counts digits10)
+unsigned precision_bits();               // the actual MPFR precision of new numbers
+
+// ---- exact numerics --------------------------------------------------------------------------
+Mp exact(double v);  // the double's exact value
+// Parses a decimal (e.g. "12", "-3.25", "1e6") at the current precision; throws on garbage.
+Mp parse_decimal(const std::string& s);
+std::string to_decimal(const Mp& v, int significant_digits);
+
+// theta_i = base^(-2i/rotary_dim), computed in MP (never via double).
+Mp inv_freq(const RopeSpec& spec, std::int64_t pair);
+// m * theta_i in MP; m may be fractional.
+Mp angle(const RopeSpec& spec, std::int64_t pair, const Mp& position);
+
+// Dense head_dim x head_dim R_m: s * 2x2 rotation blocks at the layout's pair indices, identity
+// on pass-through dims. spec must be normalized.
+MpMatrix rotation(const RopeSpec& spec, const Mp& position);
+// R_m x by dense matrix-vector product; x holds dtype values exactly (as doubles).
+MpVector apply_dense(const RopeSpec& spec, const Mp& position, const std::vector<double>& x);
+// The same result using the block structure (O(head_dim)); cross-checked against apply_dense.
+MpVector apply_blocked(const RopeSpec& spec, const Mp& position, const std::vector<double>& x);
+
+// ---- one correct rounding ---------------------------------------------------------------------
+// Round-to-nearest-even of an exact value into dtype d, with d's subnormals and overflow to +-inf,
+// returned as the double holding the dtype value exactly. Rounds once, from the MP value.
+double round_to(const Mp& v, Dtype d);
+std::vector<double> round_to(const MpVector& v, Dtype d);
+// ulp of a value y of dtype d: 2^(max(e(y), emin) - p + 1); for |y| = inf, the ulp at emax.
+double ulp(double y, Dtype d);
+
+// ---- error of a candidate output -------------------------------------------------------------
+struct VectorError {
+  double max_ulp = 0;             // max_j |got_j - exact_j| / ulp(round(exact_j))
+  std::int64_t max_ulp_index = -1;
+  // max over pairs of ||got_pair - exact_pair|| / (s * ||x_pair||) / u. A pair with zero input
+  // norm contributes 0 when its outputs are exactly 0 and +inf otherwise.
+  double max_pair_error_u = 0;
+  std::int64_t max_pair_index = -1;
+  double max_abs_error = 0;
+  std::int64_t not_correctly_rounded = 0;  // elements with got != round(exact)
+  bool passthrough_exact = true;           // dims >= rotary_dim equal the input bit for bit
+};
+VectorError compare(const RopeSpec& spec, Dtype d, const std::vector<double>& input,
+                    const MpVector& exact, const std::vector<double>& got);
+
+}  // namespace ropecheck::reference

@@ -1,0 +1,74 @@
+// The kernel interface: a run-time value in a registry. Built-in kernels and (later) third-party
+// plugins loaded through the C ABI are both `Kernel`s, so every property and report is written
+// once against this interface.
+#pragma once
+
+#include "ropecheck/dtype.hpp"
+#include "ropecheck/spec.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ropecheck {
+
+// Arithmetic precision named by its format (f64, f32, bf16, f16) — same vocabulary as Dtype.
+using Precision = Dtype;
+
+// How a kernel turns (spec, position) into cos/sin. The report's "recipe-faithful reference"
+// reproduces the angle recipe exactly and then uses exact trig and arithmetic, to separate
+// angle-table error from rotation arithmetic.
+enum class AngleRecipe : int {
+  // theta_i = pow(base, -2i/rotary_dim) and angle = m * theta_i, both in `angle` precision.
+  pow_product = 0,
+  // HF / vLLM: inv_freq = 1 / base^(arange(0, rd, 2) / rd) in f32, angle = f32(m) * inv_freq.
+  hf_f32 = 1,
+};
+
+// Declared precision policy, as data: what the bounds are derived from and what reports print.
+struct Policy {
+  Precision angle;       // precision of theta_i and of m * theta_i
+  Precision table;       // precision cos/sin are held in before the rotation
+  Precision arithmetic;  // precision of the multiply-adds of the rotation
+  AngleRecipe recipe = AngleRecipe::pow_product;
+  bool fused = false;    // rotation uses FMA (one rounding per output instead of up to three)
+  std::string notes;     // free text, e.g. "AVX2+F16C path when the CPU has it"
+};
+
+// One call: n_tokens x n_heads vectors of head_dim elements. Element (t, h, j) is at
+// base + t * token_stride + h * head_stride + j (strides in elements). `out` may equal `in`
+// (in-place). positions[t] is token t's position.
+struct TensorArgs {
+  Dtype dtype = Dtype::f32;
+  std::int64_t n_tokens = 0;
+  std::int64_t n_heads = 0;
+  const std::int64_t* positions = nullptr;
+  const void* in = nullptr;
+  void* out = nullptr;
+  std::int64_t token_stride = 0;
+  std::int64_t head_stride = 0;
+};
+
+enum class KernelStatus : int { ok = 0, unsupported = 1, error = 2 };
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  virtual Policy policy(Dtype d) const = 0;
+  virtual bool supports(const RopeSpec& spec, Dtype d) const = 0;
+  // spec is normalized. Returns unsupported (skip, not fail) when !supports(spec, dtype).
+  virtual KernelStatus apply(const RopeSpec& spec, const TensorArgs& args) const = 0;
+};
+
+// Built-in kernels: scalar, table_f32, simd, complex (registry order).
+const std::vector<const Kernel*>& builtin_kernels();
+const Kernel* find_builtin_kernel(const std::string& name);  // nullptr if absent
+
+// Contiguous [tokens][heads][head_dim] convenience wrapper.
+KernelStatus apply_contiguous(const Kernel& k, const RopeSpec& spec, Dtype d,
+                              std::int64_t n_tokens, std::int64_t n_heads,
+                              const std::int64_t* positions, const void* in, void* out);
+
+}  // namespace ropecheck
