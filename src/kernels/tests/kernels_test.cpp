@@ -1,0 +1,688 @@
+// Unit tests of the built-in kernels: golden values, exact identities (position 0, pass-through,
+// in-place, strides, layout permutation, batching), bit-identity of the simd dispatch paths, and
+// pairwise agreement within derived bounds. Every output buffer is surrounded by guard bytes.
+#include "ropecheck/dtype.hpp"
+#include "ropecheck/kernel.hpp"
+#include "ropecheck/simd_info.hpp"
+#include "ropecheck/spec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ropecheck {
+namespace {
+
+using Bytes = std::vector<unsigned char>;
+constexpr std::size_t kGuard = 64;
+constexpr unsigned char kGuardByte = 0xA5;
+
+std::int64_t bytes_of(Dtype d) { return traits(d).bytes; }
+
+double get(Dtype d, const Bytes& b, std::int64_t i) { return load(d, b.data(), i); }
+void set(Dtype d, Bytes& b, std::int64_t i, double v) { store(d, b.data(), i, v); }
+std::uint64_t raw(Dtype d, const Bytes& b, std::int64_t i) {
+  std::uint64_t r = 0;
+  std::memcpy(&r, b.data() + i * bytes_of(d), bytes_of(d));  // little-endian machine
+  return r;
+}
+void set_raw(Dtype d, Bytes& b, std::int64_t i, std::uint64_t r) {
+  std::memcpy(b.data() + i * bytes_of(d), &r, bytes_of(d));
+}
+
+RopeSpec make_spec(std::int64_t head_dim, std::int64_t rotary_dim, Layout l, double base = 10000,
+                   double scale = 1.0) {
+  RopeSpec s;
+  s.head_dim = head_dim;
+  s.rotary_dim = rotary_dim;
+  s.layout = l;
+  s.base = base;
+  s.scale = scale;
+  return s.normalized();
+}
+
+// Log-uniform magnitude in [2^lo, 2^hi], random sign, rounded into d (so exactly representable).
+double random_value(Dtype d, std::mt19937_64& rng, double lo = -4, double hi = 4) {
+  std::uniform_real_distribution<double> e(lo, hi);
+  const double v = std::exp2(e(rng)) * ((rng() & 1) ? -1.0 : 1.0);
+  return round_to_dtype(v, d);
+}
+
+// Finite awkward values of d: zeros, subnormals, the normal boundary, large values, ties.
+std::vector<double> awkward_values(Dtype d) {
+  const auto t = traits(d);
+  const double u = unit_roundoff(d);
+  std::vector<double> v = {0.0,
+                           -0.0,
+                           min_subnormal(d),
+                           -3 * min_subnormal(d),
+                           std::ldexp(1.0, t.emin),
+                           -std::ldexp(1.0, t.emin) * (1 - 2 * u),
+                           1.0,
+                           -1.0,
+                           1.0 + 2 * u,
+                           round_to_dtype(1.0 / 3.0, d),
+                           round_to_dtype(-M_PI, d),
+                           max_finite(d) / 8,
+                           -max_finite(d) / 8};
+  return v;
+}
+
+Bytes random_tensor(Dtype d, std::int64_t n, std::mt19937_64& rng) {
+  Bytes b(n * bytes_of(d));
+  for (std::int64_t i = 0; i < n; ++i) set(d, b, i, random_value(d, rng));
+  return b;
+}
+
+// Runs k out-of-place on a contiguous tensor, inside guard bytes that must stay untouched.
+Bytes run(const Kernel& k, const RopeSpec& spec, Dtype d, const std::vector<std::int64_t>& pos,
+          std::int64_t n_heads, const Bytes& in) {
+  const std::size_t n = in.size();
+  Bytes buf(n + 2 * kGuard, kGuardByte);
+  const KernelStatus st = apply_contiguous(k, spec, d, static_cast<std::int64_t>(pos.size()),
+                                           n_heads, pos.data(), in.data(), buf.data() + kGuard);
+  EXPECT_EQ(st, KernelStatus::ok) << k.name() << " " << describe(spec);
+  for (std::size_t i = 0; i < kGuard; ++i) {
+    if (buf[i] != kGuardByte || buf[kGuard + n + i] != kGuardByte) {
+      ADD_FAILURE() << k.name() << " wrote outside the output tensor " << describe(spec);
+      break;
+    }
+  }
+  return Bytes(buf.begin() + kGuard, buf.begin() + kGuard + n);
+}
+
+bool is_nan(Dtype d, const Bytes& b, std::int64_t i) { return std::isnan(get(d, b, i)); }
+
+// Bit-for-bit comparison. nan_any: any NaN matches any NaN (payload propagation through FMA is
+// operand-order dependent and not part of any claim). zero_sign: +0 matches -0.
+::testing::AssertionResult same_bits(Dtype d, const Bytes& a, const Bytes& b, bool nan_any = false,
+                                     bool zero_sign = false) {
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << "size mismatch";
+  const std::int64_t n = static_cast<std::int64_t>(a.size()) / bytes_of(d);
+  std::int64_t bad = 0, first = -1;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (raw(d, a, i) == raw(d, b, i)) continue;
+    if (nan_any && is_nan(d, a, i) && is_nan(d, b, i)) continue;
+    if (zero_sign && get(d, a, i) == 0 && get(d, b, i) == 0) continue;
+    if (first < 0) first = i;
+    ++bad;
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << bad << " of " << n << " elements differ; first at " << first << ": " << get(d, a, first)
+         << " (0x" << std::hex << raw(d, a, first) << ") vs " << std::dec << get(d, b, first)
+         << " (0x" << std::hex << raw(d, b, first) << ")";
+}
+
+const std::vector<std::int64_t> kAwkwardPositions = {0,
+                                                     1,
+                                                     -1,
+                                                     7,
+                                                     4096,
+                                                     65535,
+                                                     std::int64_t{1} << 24 | 1,
+                                                     (std::int64_t{1} << 31) - 1,
+                                                     std::int64_t{1} << 31,
+                                                     -(std::int64_t{1} << 31) - 5,
+                                                     std::int64_t{1} << 40,
+                                                     (std::int64_t{1} << 53) + 1,
+                                                     std::numeric_limits<std::int64_t>::max(),
+                                                     std::numeric_limits<std::int64_t>::min()};
+
+std::string param_name(const std::string& kernel, Dtype d) { return kernel + "_" + name(d); }
+
+// ==== error bounds ==============================================================================
+// Each kernel's output y (one component of a rotated pair) is bounded against the exact rotation
+// s * R(m theta_i) x of the exact angle. With |x| the pair's Euclidean norm, |y - exact| <=
+//   pre * s|x|                 (angle, trig, table and arithmetic, in the kernel's precisions)
+// + store_u * s|x| * (1 + pre) (one rounding into storage when storage is narrower)
+// + min_subnormal(d) / 2       (absolute rounding error in the storage's subnormal range)
+// Derivation of `pre` (u_p = 2^-p of the named precision; first-order terms, see kSecondOrder):
+// * Angle, pow_product in f64: e = -2i/rd rounds (rel u), pow within 1 ulp (rel 2u; glibc's
+//   documented maximum for x86_64 pow, sin, cos, powf, sinf, cosf is 1 ulp), and
+//   base^(e(1+d)) = base^e * base^(e d), |e| <= 1, adds rel u*ln(base); m*theta rounds (rel u);
+//   double(m) is exact for |m| <= 2^53. So |d angle| <= |m| theta_i u64 (ln base + 3).
+//   hf_f32: base -> f32 (rel u, raised to |e| <= 1), exponent division (u*ln base), powf (2u),
+//   1/x (u), f32(m) exact for |m| <= 2^24, product (u): |m| theta_i u32 (ln base + 5).
+//   A rotation by an extra angle d moves the vector by 2|sin(d/2)||x| <= |d||x|.
+// * Trig: cos and sin each within 1 ulp <= 2u absolute (|values| <= 1), so a component
+//   |x_a e_c| + |x_b e_s| <= |x| sqrt(e_c^2 + e_s^2) <= 2 sqrt(2) u |x| (Cauchy-Schwarz).
+// * Scale / table rounding, arithmetic (|x_a c| + |x_b s| <= |x| by Cauchy-Schwarz):
+//   scalar:    t = (x_a c - x_b s) with 3 roundings -> 2u64, then s*t -> u64.
+//   complex:   polar's s*cos, s*sin -> u64, then ac - bd with 3 roundings -> 2u64.
+//   simd:      s*cos in f64 (u64) then into the table (u32, or nothing more for f64), then
+//              fma(x_a, c, x_b*(-s)): the rounded cross product (u_a) and the fma (u_a) -> 2u_a.
+//   table_f32: f32(s) and f32(cos)*f32(s) -> 2u32; 3-rounding rotation -> 2u32; f64 storage
+//              rounds the inputs to f32 first -> u32.
+// kSecondOrder covers all products of these terms: the largest single term here is < 2^-8, and
+// with at most ~10 terms the second-order remainder is < 1% of the first-order sum.
+constexpr double kSecondOrder = 1.01;
+
+struct Bound {
+  double pre;      // relative to s|x|
+  double store_u;  // unit roundoff of the final rounding into storage (0 if exact)
+  double sub_abs;  // absolute subnormal slack
+  double component(double sx) const {
+    return kSecondOrder * (pre * sx + store_u * sx * (1 + pre)) + sub_abs;
+  }
+};
+
+constexpr double u64 = 0x1p-53, u32 = 0x1p-24;
+
+// shared_trig: omit angle and trig terms, for comparing kernels that compute the identical f64
+// angle and call the identical std::cos/std::sin (scalar, complex, simd share theta_f64 and libm).
+Bound kernel_bound(const std::string& k, Dtype d, const RopeSpec& spec, std::int64_t m,
+                   std::int64_t i, bool shared_trig = false) {
+  const double theta = std::pow(spec.base, -2.0 * i / spec.rotary_dim);
+  const double lnb = std::log(spec.base);
+  const double am = std::fabs(static_cast<double>(m));
+  const bool narrow = d == Dtype::f16 || d == Dtype::bf16;
+  Bound b{0, 0, 0};
+  if (k == "table_f32") {
+    b.pre = am * theta * u32 * (lnb + 5) + 2 * std::sqrt(2.0) * u32 + 2 * u32 + 2 * u32 +
+            (d == Dtype::f64 ? u32 : 0);
+    b.store_u = narrow ? unit_roundoff(d) : 0;
+  } else {
+    const double angle_trig =
+        shared_trig ? 0 : am * theta * u64 * (lnb + 3) + 2 * std::sqrt(2.0) * u64;
+    if (k == "scalar" || k == "complex") {
+      b.pre = angle_trig + 3 * u64;
+      b.store_u = d == Dtype::f64 ? 0 : unit_roundoff(d);
+    } else if (k == "simd") {
+      const double ua = d == Dtype::f64 ? u64 : u32;
+      b.pre = angle_trig + u64 + (d == Dtype::f64 ? 0 : u32) + 2 * ua;
+      b.store_u = narrow ? unit_roundoff(d) : 0;
+    } else {
+      ADD_FAILURE() << "no bound for kernel " << k;
+    }
+  }
+  b.sub_abs = b.store_u > 0 ? min_subnormal(d) / 2 : 0;
+  return b;
+}
+
+// ==== per (kernel, dtype) tests =================================================================
+struct KD {
+  std::string kernel;
+  Dtype dtype;
+};
+
+class KernelDtype : public ::testing::TestWithParam<KD> {
+ protected:
+  const Kernel& k() const { return *find_builtin_kernel(GetParam().kernel); }
+  Dtype d() const { return GetParam().dtype; }
+  std::mt19937_64 rng{0x5EED0003u};
+};
+
+// Seed 003: head_dim 8, base 10000, half layout, position 1, x = 9..16. Its printed output
+// (3 decimals) is the golden. The exact value lies within 5e-4 of each printed number (half a unit
+// of the last digit), so |y - golden| <= 5e-4 + kernel_bound(...).component(s|x|), where the
+// storage term is u_p * |v| with |v| <= |pair norm|: e.g. bf16 (p = 8) near 16 allows +-0.0625,
+// which is the honest resolution of bf16 there, and f16 (p = 11) +-0.0078.
+TEST_P(KernelDtype, MatchesSeed003Golden) {
+  const RopeSpec spec = make_spec(8, 8, Layout::half);
+  const double golden[8] = {-6.076, 8.552, 10.849, 11.984, 14.597, 14.928, 15.109, 16.012};
+  Bytes in(8 * bytes_of(d()));
+  for (int j = 0; j < 8; ++j) set(d(), in, j, 9.0 + j);
+  const Bytes out = run(k(), spec, d(), {1}, 1, in);
+  for (int j = 0; j < 8; ++j) {
+    const std::int64_t i = j % 4;
+    const double norm = std::hypot(9.0 + i, 13.0 + i);
+    const double tol = 5e-4 + kernel_bound(k().name(), d(), spec, 1, i).component(norm);
+    EXPECT_NEAR(get(d(), out, j), golden[j], tol) << "element " << j;
+  }
+}
+
+// At m = 0, cos = 1 and sin = 0 exactly in every recipe, and x*1 + y*(+-0) = x for finite x != 0,
+// so the output is the input bit-for-bit. Zeros may change sign (-0 + +0 = +0 under RNE), which
+// no claim pins down. A kernel whose arithmetic is narrower than storage (table_f32 on f64)
+// returns the input rounded once to its arithmetic precision.
+TEST_P(KernelDtype, ZeroPositionIsIdentity) {
+  const Policy pol = k().policy(d());
+  const bool narrow_arith = traits(pol.arithmetic).digits < traits(d()).digits;
+  for (Layout l : {Layout::interleaved, Layout::half}) {
+    for (auto [hd, rd] : {std::pair{8, 8}, {7, 6}, {70, 64}, {33, 18}}) {
+      const RopeSpec spec = make_spec(hd, rd, l);
+      const std::int64_t n_heads = 3;
+      const std::vector<std::int64_t> pos(4, 0);
+      Bytes in = random_tensor(d(), 4 * n_heads * hd, rng);
+      const auto aw = awkward_values(d());
+      for (std::size_t j = 0; j < aw.size(); ++j) {
+        double v = aw[j];
+        // Values the arithmetic precision cannot hold would become inf and then inf*0 = NaN.
+        if (narrow_arith && std::fabs(v) > max_finite(pol.arithmetic)) v = 1.0;
+        set(d(), in, static_cast<std::int64_t>(j * 5 % (4 * n_heads * hd)), v);
+      }
+      Bytes expect = in;
+      if (narrow_arith)
+        for (std::int64_t j = 0; j < 4 * n_heads * hd; ++j)
+          if (j % hd < rd) set(d(), expect, j, round_to_dtype(get(d(), in, j), pol.arithmetic));
+      EXPECT_TRUE(same_bits(d(), run(k(), spec, d(), pos, n_heads, in), expect, false, true))
+          << describe(spec);
+    }
+  }
+}
+
+// s = 2 at m = 0: every recipe's scaled cos/sin are exactly (2, 0) and 2x is exact (no overflow
+// for |x| <= max/8, subnormals double exactly), so the output is exactly 2x.
+TEST_P(KernelDtype, PowerOfTwoScaleAtZeroIsExact) {
+  const Policy pol = k().policy(d());
+  const Dtype ar = traits(pol.arithmetic).digits < traits(d()).digits ? pol.arithmetic : d();
+  const RopeSpec spec = make_spec(16, 16, Layout::interleaved, 10000, 2.0);
+  Bytes in = random_tensor(d(), 2 * 16, rng);
+  const auto aw = awkward_values(d());
+  for (std::size_t j = 0; j < aw.size(); ++j)
+    set(d(), in, j, std::fabs(aw[j]) > max_finite(ar) / 8 ? 1.0 : aw[j]);
+  Bytes expect = in;
+  for (std::int64_t j = 0; j < 32; ++j)
+    set(d(), expect, j, round_to_dtype(2 * round_to_dtype(get(d(), in, j), ar), d()));
+  EXPECT_TRUE(same_bits(d(), run(k(), spec, d(), {0, 0}, 1, in), expect, false, true));
+}
+
+// Dims >= rotary_dim are copied bit-exactly (any bit pattern, NaN payloads included) out of
+// place and left untouched in place.
+TEST_P(KernelDtype, PassThroughIsBitExact) {
+  std::uniform_int_distribution<std::uint64_t> bits;
+  const std::uint64_t mask = bytes_of(d()) == 8 ? ~0ull : (1ull << (8 * bytes_of(d()))) - 1;
+  for (Layout l : {Layout::interleaved, Layout::half}) {
+    // rotary_dim 0 normalizes to the default (head_dim rounded down to even): {1, 0} is the
+    // only spec with nothing to rotate.
+    for (auto [hd, rd0] : {std::pair{7, 4}, {80, 32}, {5, 4}, {1, 0}, {9, 8}}) {
+      const RopeSpec spec = make_spec(hd, rd0, l);
+      const std::int64_t rd = spec.rotary_dim;
+      const std::int64_t n_heads = 2, n_tok = 3;
+      const std::vector<std::int64_t> pos = {5, -3, std::int64_t{1} << 33};
+      Bytes in = random_tensor(d(), n_tok * n_heads * hd, rng);
+      for (std::int64_t v = 0; v < n_tok * n_heads; ++v)
+        for (std::int64_t j = rd; j < hd; ++j) set_raw(d(), in, v * hd + j, bits(rng) & mask);
+      const Bytes out = run(k(), spec, d(), pos, n_heads, in);
+      Bytes inplace = in;
+      ASSERT_EQ(apply_contiguous(k(), spec, d(), n_tok, n_heads, pos.data(), inplace.data(),
+                                 inplace.data()),
+                KernelStatus::ok);
+      for (std::int64_t v = 0; v < n_tok * n_heads; ++v)
+        for (std::int64_t j = rd; j < hd; ++j) {
+          ASSERT_EQ(raw(d(), out, v * hd + j), raw(d(), in, v * hd + j)) << describe(spec);
+          ASSERT_EQ(raw(d(), inplace, v * hd + j), raw(d(), in, v * hd + j)) << describe(spec);
+        }
+    }
+  }
+}
+
+TEST_P(KernelDtype, InPlaceMatchesOutOfPlace) {
+  for (Layout l : {Layout::interleaved, Layout::half}) {
+    for (auto [hd, rd] : {std::pair{64, 64}, {7, 6}, {80, 32}, {130, 128}, {3, 2}}) {
+      const RopeSpec spec = make_spec(hd, rd, l);
+      const std::int64_t n_heads = 3;
+      const auto& pos = kAwkwardPositions;
+      const std::int64_t n_tok = static_cast<std::int64_t>(pos.size());
+      const Bytes in = random_tensor(d(), n_tok * n_heads * hd, rng);
+      const Bytes out = run(k(), spec, d(), pos, n_heads, in);
+      Bytes inplace = in;
+      ASSERT_EQ(apply_contiguous(k(), spec, d(), n_tok, n_heads, pos.data(), inplace.data(),
+                                 inplace.data()),
+                KernelStatus::ok);
+      EXPECT_TRUE(same_bits(d(), inplace, out)) << describe(spec);
+    }
+  }
+}
+
+// Non-contiguous strides (padded heads and tokens; head-major) give the contiguous result, and
+// nothing in the gaps is written.
+TEST_P(KernelDtype, StridedMatchesContiguous) {
+  for (Layout l : {Layout::interleaved, Layout::half}) {
+    for (auto [hd, rd] : {std::pair{64, 64}, {7, 4}, {34, 34}}) {
+      const RopeSpec spec = make_spec(hd, rd, l);
+      const std::int64_t n_heads = 3;
+      const std::vector<std::int64_t> pos = {3, 1000, -77, std::int64_t{1} << 35};
+      const std::int64_t n_tok = 4;
+      const Bytes in = random_tensor(d(), n_tok * n_heads * hd, rng);
+      const Bytes ref = run(k(), spec, d(), pos, n_heads, in);
+      struct Strides {
+        std::int64_t token, head, total;
+      };
+      const Strides variants[] = {
+          {n_heads * (hd + 3) + 5, hd + 3, n_tok * (n_heads * (hd + 3) + 5)},
+          {hd + 1, n_tok * (hd + 1) + 2, n_heads * (n_tok * (hd + 1) + 2)}};  // head-major
+      for (const Strides& st : variants) {
+        Bytes sin(st.total * bytes_of(d()), 0x5A), sout(st.total * bytes_of(d()), kGuardByte);
+        for (std::int64_t t = 0; t < n_tok; ++t)
+          for (std::int64_t h = 0; h < n_heads; ++h)
+            for (std::int64_t j = 0; j < hd; ++j)
+              set_raw(d(), sin, t * st.token + h * st.head + j,
+                      raw(d(), in, (t * n_heads + h) * hd + j));
+        TensorArgs a;
+        a.dtype = d();
+        a.n_tokens = n_tok;
+        a.n_heads = n_heads;
+        a.positions = pos.data();
+        a.in = sin.data();
+        a.out = sout.data();
+        a.token_stride = st.token;
+        a.head_stride = st.head;
+        ASSERT_EQ(k().apply(spec, a), KernelStatus::ok);
+        Bytes touched(st.total, 0);
+        for (std::int64_t t = 0; t < n_tok; ++t)
+          for (std::int64_t h = 0; h < n_heads; ++h)
+            for (std::int64_t j = 0; j < hd; ++j) {
+              const std::int64_t e = t * st.token + h * st.head + j;
+              touched[e] = 1;
+              ASSERT_EQ(raw(d(), sout, e), raw(d(), ref, (t * n_heads + h) * hd + j))
+                  << describe(spec) << " t=" << t << " h=" << h << " j=" << j;
+            }
+        for (std::int64_t e = 0; e < st.total; ++e)
+          if (!touched[e]) {
+            for (std::int64_t b = 0; b < bytes_of(d()); ++b)
+              ASSERT_EQ(sout[e * bytes_of(d()) + b], kGuardByte) << "gap written at " << e;
+          }
+      }
+    }
+  }
+}
+
+// K_half(P x) == P K_interleaved(x) bit-for-bit, P moving (2i, 2i+1) to (i, i + rd/2): each pair
+// goes through the same arithmetic whichever layout stores it.
+TEST_P(KernelDtype, LayoutsArePermutations) {
+  for (auto [hd, rd] : {std::pair{8, 8}, {64, 64}, {7, 6}, {80, 32}, {70, 70}, {130, 128}}) {
+    const RopeSpec si = make_spec(hd, rd, Layout::interleaved);
+    const RopeSpec sh = make_spec(hd, rd, Layout::half);
+    const std::int64_t n_heads = 2;
+    const auto& pos = kAwkwardPositions;
+    const std::int64_t nv = static_cast<std::int64_t>(pos.size()) * n_heads;
+    const Bytes x = random_tensor(d(), nv * hd, rng);
+    // perm[j]: index in the half layout of interleaved element j.
+    std::vector<std::int64_t> perm(hd);
+    for (std::int64_t j = 0; j < hd; ++j) perm[j] = j >= rd ? j : (j % 2 ? j / 2 + rd / 2 : j / 2);
+    Bytes px(x.size());
+    for (std::int64_t v = 0; v < nv; ++v)
+      for (std::int64_t j = 0; j < hd; ++j)
+        set_raw(d(), px, v * hd + perm[j], raw(d(), x, v * hd + j));
+    const Bytes yi = run(k(), si, d(), pos, n_heads, x);
+    const Bytes yh = run(k(), sh, d(), pos, n_heads, px);
+    Bytes pyi(x.size());
+    for (std::int64_t v = 0; v < nv; ++v)
+      for (std::int64_t j = 0; j < hd; ++j)
+        set_raw(d(), pyi, v * hd + perm[j], raw(d(), yi, v * hd + j));
+    EXPECT_TRUE(same_bits(d(), yh, pyi)) << "head_dim " << hd << " rotary_dim " << rd;
+  }
+}
+
+// A (token, head) vector's result depends only on its own data and position: not on the number
+// of heads or tokens in the call, nor on token order.
+TEST_P(KernelDtype, IndependentOfBatching) {
+  for (Layout l : {Layout::interleaved, Layout::half}) {
+    const RopeSpec spec = make_spec(46, 40, l);
+    const std::int64_t n_heads = 5;
+    const auto& pos = kAwkwardPositions;
+    const std::int64_t n_tok = static_cast<std::int64_t>(pos.size());
+    const std::int64_t hd = spec.head_dim, eb = hd * bytes_of(d());
+    const Bytes x = random_tensor(d(), n_tok * n_heads * hd, rng);
+    const Bytes y = run(k(), spec, d(), pos, n_heads, x);
+    // Reversed token order.
+    std::vector<std::int64_t> rpos(pos.rbegin(), pos.rend());
+    Bytes rx(x.size());
+    for (std::int64_t t = 0; t < n_tok; ++t)
+      std::memcpy(rx.data() + (n_tok - 1 - t) * n_heads * eb, x.data() + t * n_heads * eb,
+                  n_heads * eb);
+    const Bytes ry = run(k(), spec, d(), rpos, n_heads, rx);
+    for (std::int64_t t = 0; t < n_tok; ++t) {
+      ASSERT_EQ(0, std::memcmp(ry.data() + (n_tok - 1 - t) * n_heads * eb,
+                               y.data() + t * n_heads * eb, n_heads * eb))
+          << "token order changed token " << t;
+      for (std::int64_t h = 0; h < n_heads; ++h) {
+        const Bytes one(x.begin() + (t * n_heads + h) * eb, x.begin() + (t * n_heads + h + 1) * eb);
+        const Bytes y1 = run(k(), spec, d(), {pos[t]}, 1, one);
+        ASSERT_EQ(0, std::memcmp(y1.data(), y.data() + (t * n_heads + h) * eb, eb))
+            << "single-vector call differs at token " << t << " head " << h;
+      }
+    }
+  }
+}
+
+std::vector<KD> all_kd() {
+  std::vector<KD> v;
+  for (const Kernel* k : builtin_kernels())
+    for (Dtype d : kAllDtypes) v.push_back({k->name(), d});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, KernelDtype, ::testing::ValuesIn(all_kd()),
+                         [](const ::testing::TestParamInfo<KD>& p) {
+                           return param_name(p.param.kernel, p.param.dtype);
+                         });
+
+// ==== per dtype tests ===========================================================================
+class PerDtype : public ::testing::TestWithParam<Dtype> {
+ protected:
+  Dtype d() const { return GetParam(); }
+  std::mt19937_64 rng{0x5EED0103u};
+};
+
+// Sets ROPECHECK_SIMD for the lifetime of the object.
+class SimdPathScope {
+ public:
+  explicit SimdPathScope(const char* p) {
+    const char* old = std::getenv("ROPECHECK_SIMD");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv("ROPECHECK_SIMD", p, 1);
+  }
+  ~SimdPathScope() {
+    if (had_)
+      setenv("ROPECHECK_SIMD", old_.c_str(), 1);
+    else
+      unsetenv("ROPECHECK_SIMD");
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+std::vector<std::string> available_paths() {
+  const std::string best = simd_best_path();
+  std::vector<std::string> v = {"portable"};
+  if (best == "avx2" || best == "avx512") v.push_back("avx2");
+  if (best == "avx512") v.push_back("avx512");
+  return v;
+}
+
+TEST(SimdDispatch, OverrideSelectsEveryAvailablePath) {
+  for (const std::string& p : available_paths()) {
+    SimdPathScope s(p.c_str());
+    EXPECT_EQ(std::string(simd_path()), p);
+    EXPECT_NE(find_builtin_kernel("simd")->policy(Dtype::f32).notes.find(p), std::string::npos);
+  }
+  SimdPathScope s("avx512");  // clamped to what the CPU has
+  EXPECT_EQ(std::string(simd_path()), std::string(simd_best_path()));
+  std::printf("simd: best path on this CPU = %s; paths run here:", simd_best_path());
+  for (const auto& p : available_paths()) std::printf(" %s", p.c_str());
+  std::printf("\n");
+}
+
+// Every dispatch path gives the same bits as the portable path, for every head_dim 1..70 and
+// every even rotary_dim, both layouts, with inf/NaN/subnormal/huge inputs mixed in (NaN payloads
+// excepted; see same_bits).
+TEST_P(PerDtype, SimdPathsAreBitIdentical) {
+  const Kernel& k = *find_builtin_kernel("simd");
+  const auto paths = available_paths();
+  const std::vector<std::int64_t> pos = {0, 3, -100000, std::int64_t{1} << 40};
+  const std::int64_t n_heads = 2, n_tok = 4;
+  std::vector<double> specials = awkward_values(d());
+  for (double v :
+       {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+        std::numeric_limits<double>::quiet_NaN(), max_finite(d()), -max_finite(d())})
+    specials.push_back(v);
+  std::int64_t compared = 0;
+  for (std::int64_t hd = 1; hd <= 70; ++hd) {
+    for (std::int64_t rd = 0; rd <= hd; rd += 2) {
+      for (Layout l : {Layout::interleaved, Layout::half}) {
+        const RopeSpec spec = make_spec(hd, rd, l, 10000, (hd % 3 == 0) ? 0.75 : 1.0);
+        Bytes in = random_tensor(d(), n_tok * n_heads * hd, rng);
+        for (std::size_t j = 0; j < specials.size(); ++j) {
+          if (rng() % 4 == 0)
+            set(d(), in, static_cast<std::int64_t>(rng() % (n_tok * n_heads * hd)),
+                round_to_dtype(specials[j], d()));
+        }
+        Bytes ref;
+        {
+          SimdPathScope s("portable");
+          ref = run(k, spec, d(), pos, n_heads, in);
+        }
+        for (std::size_t p = 1; p < paths.size(); ++p) {
+          SimdPathScope s(paths[p].c_str());
+          ASSERT_TRUE(same_bits(d(), run(k, spec, d(), pos, n_heads, in), ref, true))
+              << paths[p] << " vs portable, " << describe(spec);
+          ++compared;
+        }
+      }
+    }
+  }
+  if (paths.size() > 1) {
+    EXPECT_GT(compared, 1000);
+  }
+}
+
+// The simd kernel computes exactly its declared formula on every path: table entries
+// A(s*cos(m*theta)), A(s*sin(m*theta)) from f64, out_a = fma(x_a, c, x_b*(-s)),
+// out_b = fma(x_b, c, x_a*s) in A, then ONE round-to-nearest-even into storage. The expected value
+// is computed here independently (std::fma, and dtype.cpp's round_to_dtype for f16/bf16 instead of
+// the kernel's F16C / integer bf16 rounding), so this checks the vector conversions too.
+TEST_P(PerDtype, SimdMatchesDeclaredFormula) {
+  const Kernel& k = *find_builtin_kernel("simd");
+  for (const std::string& p : available_paths()) {
+    SimdPathScope scope(p.c_str());
+    for (Layout l : {Layout::interleaved, Layout::half}) {
+      for (auto [hd, rd] : {std::pair{64, 64}, {37, 30}, {130, 128}}) {
+        const RopeSpec spec = make_spec(hd, rd, l, 10000, 0.8);
+        const std::vector<std::int64_t> pos = {1, 17, 123456, -(std::int64_t{1} << 33)};
+        const std::int64_t n_heads = 3;
+        const Bytes in = random_tensor(d(), 4 * n_heads * hd, rng);
+        const Bytes out = run(k, spec, d(), pos, n_heads, in);
+        Bytes expect = in;
+        for (std::size_t t = 0; t < pos.size(); ++t)
+          for (std::int64_t h = 0; h < n_heads; ++h)
+            for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+              const double angle =
+                  static_cast<double>(pos[t]) * std::pow(spec.base, -2.0 * i / spec.rotary_dim);
+              const double cd = spec.scale * std::cos(angle), sd = spec.scale * std::sin(angle);
+              const auto [ia, ib] = spec.pair(i);
+              const std::int64_t o = (t * n_heads + h) * hd;
+              double ya, yb;
+              if (d() == Dtype::f64) {
+                const double xa = get(d(), in, o + ia), xb = get(d(), in, o + ib);
+                ya = std::fma(xa, cd, xb * -sd);
+                yb = std::fma(xb, cd, xa * sd);
+              } else {
+                const float c = static_cast<float>(cd), s = static_cast<float>(sd);
+                const float xa = static_cast<float>(get(d(), in, o + ia));
+                const float xb = static_cast<float>(get(d(), in, o + ib));
+                ya = std::fma(xa, c, xb * -s);
+                yb = std::fma(xb, c, xa * s);
+              }
+              set(d(), expect, o + ia, round_to_dtype(ya, d()));
+              set(d(), expect, o + ib, round_to_dtype(yb, d()));
+            }
+        EXPECT_TRUE(same_bits(d(), out, expect)) << p << " " << describe(spec);
+      }
+    }
+  }
+}
+
+// Pairwise agreement at small positions |m| <= 64 (angles exact enough that every recipe is
+// accurate): |y_K1 - y_K2| <= bound_K1 + bound_K2 per component (triangle inequality through the
+// exact rotation; see kernel_bound). scalar, complex and simd evaluate the identical f64 angle and
+// libm cos/sin, so among them only the rounding after the trig counts (shared_trig): e.g. scalar
+// vs complex at f64 is (3 + 3) u64 s|x|.
+TEST_P(PerDtype, KernelsAgreeWithinDerivedBounds) {
+  const std::vector<std::string> names = {"scalar", "table_f32", "simd", "complex"};
+  std::uniform_int_distribution<std::int64_t> pd(-64, 64);
+  std::map<std::string, double> worst;  // max over all cases of |diff| / bound, per pair
+  for (double base : {10000.0, 500000.0}) {
+    for (double scale : {1.0, 0.75}) {
+      for (Layout l : {Layout::interleaved, Layout::half}) {
+        for (auto [hd, rd] : {std::pair{64, 64}, {80, 32}, {7, 6}}) {
+          const RopeSpec spec = make_spec(hd, rd, l, base, scale);
+          std::vector<std::int64_t> pos = {0, 1, -1, 64, -64};
+          for (int j = 0; j < 11; ++j) pos.push_back(pd(rng));
+          const std::int64_t n_heads = 2, n_tok = static_cast<std::int64_t>(pos.size());
+          const Bytes in = random_tensor(d(), n_tok * n_heads * hd, rng);
+          std::vector<Bytes> outs;
+          for (const auto& n : names)
+            outs.push_back(run(*find_builtin_kernel(n), spec, d(), pos, n_heads, in));
+          for (std::size_t k1 = 0; k1 < names.size(); ++k1)
+            for (std::size_t k2 = k1 + 1; k2 < names.size(); ++k2) {
+              const bool shared = names[k1] != "table_f32" && names[k2] != "table_f32";
+              double& w = worst[names[k1] + "_vs_" + names[k2] + "_utilization"];
+              for (std::int64_t t = 0; t < n_tok; ++t)
+                for (std::int64_t h = 0; h < n_heads; ++h)
+                  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+                    const auto [ia, ib] = spec.pair(i);
+                    const std::int64_t o = (t * n_heads + h) * hd;
+                    const double sx =
+                        scale * std::hypot(get(d(), in, o + ia), get(d(), in, o + ib));
+                    const double b =
+                        kernel_bound(names[k1], d(), spec, pos[t], i, shared).component(sx) +
+                        kernel_bound(names[k2], d(), spec, pos[t], i, shared).component(sx);
+                    for (std::int64_t e : {o + ia, o + ib}) {
+                      const double diff = std::fabs(get(d(), outs[k1], e) - get(d(), outs[k2], e));
+                      w = std::max(w, diff / b);
+                      ASSERT_LE(diff, b) << names[k1] << " vs " << names[k2] << " "
+                                         << describe(spec) << " m=" << pos[t] << " pair " << i;
+                    }
+                  }
+            }
+        }
+      }
+    }
+  }
+  for (const auto& [key, v] : worst) RecordProperty(key, std::to_string(v));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PerDtype, ::testing::ValuesIn(kAllDtypes),
+                         [](const ::testing::TestParamInfo<Dtype>& p) { return name(p.param); });
+
+// ==== registry ==================================================================================
+TEST(Registry, OrderNamesAndPolicies) {
+  const auto& ks = builtin_kernels();
+  ASSERT_EQ(ks.size(), 4u);
+  const char* order[] = {"scalar", "table_f32", "simd", "complex"};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(ks[i]->name(), order[i]);
+    EXPECT_EQ(find_builtin_kernel(order[i]), ks[i]);
+    EXPECT_FALSE(ks[i]->description().empty());
+  }
+  EXPECT_EQ(find_builtin_kernel("nope"), nullptr);
+  const Policy ts = find_builtin_kernel("table_f32")->policy(Dtype::f64);
+  EXPECT_EQ(ts.recipe, AngleRecipe::hf_f32);
+  EXPECT_EQ(ts.arithmetic, Dtype::f32);
+  const Policy sm = find_builtin_kernel("simd")->policy(Dtype::bf16);
+  EXPECT_TRUE(sm.fused);
+  EXPECT_EQ(sm.angle, Dtype::f64);
+  EXPECT_EQ(sm.table, Dtype::f32);
+  EXPECT_EQ(find_builtin_kernel("simd")->policy(Dtype::f64).table, Dtype::f64);
+}
+
+TEST(Registry, UnsupportedScalingIsSkippedNotFailed) {
+  RopeSpec spec = make_spec(8, 8, Layout::half);
+  spec.scaling.kind = static_cast<ScalingKind>(99);  // a variant no built-in kernel knows
+  std::vector<float> x(8, 1.0f), y(8);
+  const std::int64_t pos = 1;
+  for (const Kernel* k : builtin_kernels()) {
+    EXPECT_TRUE(k->supports(make_spec(8, 8, Layout::half), Dtype::bf16));
+    EXPECT_FALSE(k->supports(spec, Dtype::f32));
+    EXPECT_EQ(apply_contiguous(*k, spec, Dtype::f32, 1, 1, &pos, x.data(), y.data()),
+              KernelStatus::unsupported);
+  }
+}
+
+}  // namespace
+}  // namespace ropecheck
