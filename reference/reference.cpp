@@ -60,6 +60,23 @@ void check_pair(const RopeSpec& spec, std::int64_t pair) {
                             describe(spec));
 }
 
+// ln(base), the one transcendental shared by the whole theta ladder.
+Mp log_base(const RopeSpec& spec) {
+  switch (spec.scaling.kind) {
+    case ScalingKind::none:
+      return bmp::log(exact(spec.base));
+  }
+  throw std::invalid_argument("reference: unknown scaling kind");
+}
+
+// base^(-2i/rd) = exp(-(2i/rd) ln base); 2i and rd are exact integers, the quotient and every
+// step after it are rounded once at MP precision. i = 0 gives exp(-0) = 1 exactly. inv_freq and
+// the per-vector paths below all go through here, so they see bit-identical theta_i.
+Mp theta_from_log_base(const RopeSpec& spec, std::int64_t pair, const Mp& ln_base) {
+  const Mp exponent = Mp(2 * pair) / Mp(spec.rotary_dim);
+  return bmp::exp(-exponent * ln_base);
+}
+
 void check_input(const RopeSpec& spec, const std::vector<double>& x) {
   if (static_cast<std::int64_t>(x.size()) != spec.head_dim)
     throw std::invalid_argument("reference: input has " + std::to_string(x.size()) +
@@ -118,16 +135,7 @@ std::string to_decimal(const Mp& v, int significant_digits) {
 
 Mp inv_freq(const RopeSpec& spec, std::int64_t pair) {
   check_pair(spec, pair);
-  switch (spec.scaling.kind) {
-    case ScalingKind::none:
-      break;
-    default:
-      throw std::invalid_argument("reference: unknown scaling kind");
-  }
-  // base^(-2i/rd) = exp(-(2i/rd) ln base); 2i and rd are exact integers, the quotient and every
-  // step after it are rounded once at MP precision. i = 0 gives exp(-0) = 1 exactly.
-  const Mp exponent = Mp(2 * pair) / Mp(spec.rotary_dim);
-  return bmp::exp(-exponent * bmp::log(exact(spec.base)));
+  return theta_from_log_base(spec, pair, log_base(spec));
 }
 
 Mp angle(const RopeSpec& spec, std::int64_t pair, const Mp& position) {
@@ -138,10 +146,11 @@ MpMatrix rotation(const RopeSpec& spec, const Mp& position) {
   const std::int64_t d = spec.head_dim;
   MpMatrix r = MpMatrix::Zero(d, d);
   const Mp s = magnitude(spec);
+  const Mp ln_base = log_base(spec);
   Mp sn, cs;
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const auto [a, b] = spec.pair(i);
-    sin_cos(angle(spec, i, position), sn, cs);
+    sin_cos(position * theta_from_log_base(spec, i, ln_base), sn, cs);
     r(a, a) = s * cs;
     r(a, b) = -(s * sn);
     r(b, a) = s * sn;
@@ -165,10 +174,11 @@ MpVector apply_blocked(const RopeSpec& spec, const Mp& position, const std::vect
   check_input(spec, x);
   MpVector out(spec.head_dim);
   const Mp s = magnitude(spec);
+  const Mp ln_base = log_base(spec);
   Mp sn, cs;
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const auto [a, b] = spec.pair(i);
-    sin_cos(angle(spec, i, position), sn, cs);
+    sin_cos(position * theta_from_log_base(spec, i, ln_base), sn, cs);
     const Mp xa = exact(x[a]), xb = exact(x[b]);
     out(a) = s * (xa * cs - xb * sn);
     out(b) = s * (xa * sn + xb * cs);
