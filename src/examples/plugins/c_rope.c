@@ -1,0 +1,178 @@
+/* A RoPE kernel written against ropecheck/plugin.h in plain C99, and its deliberately broken and
+ * hostile variants (one source, one shared object per PLUGIN_MODE) used by the tests of
+ * `ropecheck validate`.
+ *
+ * The correct kernel computes its own frequencies: theta_i = pow(base, -2i/rotary_dim) and the
+ * angle m * theta_i in double, cos/sin in double, the rotation in double, and one rounding into
+ * the storage dtype (f64 or f32). That is the policy it declares.
+ *
+ * Modes (each modelled on a real failure; the test asserts how ropecheck classifies it):
+ *   CORRECT     the kernel above
+ *   SIN_SIGN    sin sign flipped (rotates by -angle): still a rotation, caught by
+ *               MatchesReferenceWithinBound
+ *   SEGFAULT    dereferences NULL               -> "crashed (signal 11)"
+ *   ABORT       abort()                         -> "crashed (signal 6)"
+ *   HANG        spins forever                   -> timeout
+ *   OOB_WRITE   pass-through copy loop runs to j <= head_dim: one element past each vector
+ *   UNWRITTEN   out-of-place call writes only the rotated dims (pass-through left unwritten)
+ *   MODIFY_IN   rotates in the input buffer, then copies to the output (in-place code reused)
+ *   NAN_OUT     emits NaN for the first pair beyond position 1000
+ *   STDOUT      prints garbage on stdout, otherwise correct (must PASS)
+ *   EXIT        calls exit(3)                   -> "exited (status 3)"
+ *   NOOP        returns success without writing anything
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ropecheck/plugin.h"
+
+#define CORRECT 0
+#define SIN_SIGN 1
+#define SEGFAULT 2
+#define ABORT 3
+#define HANG 4
+#define OOB_WRITE 5
+#define UNWRITTEN 6
+#define MODIFY_IN 7
+#define NAN_OUT 8
+#define STDOUT 9
+#define EXIT 10
+#define NOOP 11
+
+#ifndef PLUGIN_MODE
+#define PLUGIN_MODE CORRECT
+#endif
+#ifndef PLUGIN_NAME
+#define PLUGIN_NAME "c_rope"
+#endif
+
+static double load_elem(const void* p, int dtype, int64_t i) {
+  return dtype == ROPECHECK_DTYPE_F64 ? ((const double*)p)[i] : (double)((const float*)p)[i];
+}
+
+/* v is the exact-arithmetic double result; the float cast is the one storage rounding. */
+static void store_elem(void* p, int dtype, int64_t i, double v) {
+  if (dtype == ROPECHECK_DTYPE_F64)
+    ((double*)p)[i] = v;
+  else
+    ((float*)p)[i] = (float)v;
+}
+
+static int c_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* user) {
+  (void)user;
+  if (s->scaling_kind != ROPECHECK_SCALING_NONE || s->n_axes != 1) return ROPECHECK_UNSUPPORTED;
+  if (t->dtype != ROPECHECK_DTYPE_F64 && t->dtype != ROPECHECK_DTYPE_F32)
+    return ROPECHECK_UNSUPPORTED;
+#if PLUGIN_MODE == SEGFAULT
+  *(volatile int*)(t->reserved_ptr[0]) = 1; /* reserved_ptr[0] is NULL */
+#elif PLUGIN_MODE == ABORT
+  abort();
+#elif PLUGIN_MODE == HANG
+  for (volatile int spin = 1; spin;) {
+  }
+#elif PLUGIN_MODE == EXIT
+  exit(3);
+#elif PLUGIN_MODE == NOOP
+  return ROPECHECK_OK;
+#elif PLUGIN_MODE == STDOUT
+  printf("debug: rope apply n_tokens=%lld \x01\x02 garbage {\"not\": json\n",
+         (long long)t->n_tokens);
+  fflush(stdout);
+#endif
+  const int64_t rd = s->rotary_dim, hd = s->head_dim, half = rd / 2;
+  const int dt = t->dtype;
+  for (int64_t tok = 0; tok < t->n_tokens; ++tok) {
+    const double m = (double)t->positions[tok];
+    for (int64_t h = 0; h < t->n_heads; ++h) {
+      const int64_t base_off = tok * t->token_stride + h * t->head_stride;
+#if PLUGIN_MODE == MODIFY_IN
+      void* work = (void*)t->in; /* the bug: the input is used as scratch */
+#else
+      void* work = t->out;
+#endif
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t a = s->layout == ROPECHECK_LAYOUT_INTERLEAVED ? 2 * i : i;
+        const int64_t b = s->layout == ROPECHECK_LAYOUT_INTERLEAVED ? 2 * i + 1 : i + half;
+        const double theta = pow(s->base, -2.0 * (double)i / (double)rd);
+        const double ang = m * theta;
+        const double c = cos(ang);
+#if PLUGIN_MODE == SIN_SIGN
+        const double sn = -sin(ang);
+#else
+        const double sn = sin(ang);
+#endif
+        const double xa = load_elem(t->in, dt, base_off + a);
+        const double xb = load_elem(t->in, dt, base_off + b);
+        double oa = s->scale * (xa * c - xb * sn);
+        double ob = s->scale * (xa * sn + xb * c);
+#if PLUGIN_MODE == NAN_OUT
+        if (i == 0 && fabs(m) > 1000) oa = ob = NAN;
+#endif
+        store_elem(work, dt, base_off + a, oa);
+        store_elem(work, dt, base_off + b, ob);
+      }
+#if PLUGIN_MODE == MODIFY_IN
+      for (int64_t j = 0; j < rd; ++j)
+        store_elem(t->out, dt, base_off + j, load_elem(t->in, dt, base_off + j));
+#endif
+#if PLUGIN_MODE == OOB_WRITE
+      for (int64_t j = rd; j <= hd; ++j)
+#elif PLUGIN_MODE == UNWRITTEN
+      if (t->in == t->out) /* the bug: assumes in-place, where pass-through is already there */
+        for (int64_t j = rd; j < hd; ++j)
+#else
+      for (int64_t j = rd; j < hd; ++j)
+#endif
+        store_elem(t->out, dt, base_off + j, load_elem(t->in, dt, base_off + j));
+    }
+  }
+  return ROPECHECK_OK;
+}
+
+/* Test-only knobs: a plugin built for another ABI, and a shared object without the entry point. */
+#ifndef PLUGIN_ABI
+#define PLUGIN_ABI ROPECHECK_PLUGIN_ABI_VERSION
+#endif
+#ifndef PLUGIN_ENTRY
+#define PLUGIN_ENTRY ropecheck_plugin_entry
+#endif
+
+static const ropecheck_plugin descriptor = {
+    PLUGIN_ABI,
+    sizeof(ropecheck_plugin),
+    PLUGIN_NAME,
+    "C99 RoPE: f64 angle, cos/sin and rotation, one rounding into the storage dtype",
+    ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F64) | ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32),
+    ROPECHECK_LAYOUT_BIT_ALL,
+    NULL,
+    0,
+    {
+        /* f64: everything in f64 */
+        {ROPECHECK_DTYPE_F64,
+         ROPECHECK_DTYPE_F64,
+         ROPECHECK_DTYPE_F64,
+         ROPECHECK_RECIPE_POW_PRODUCT,
+         0,
+         {0, 0, 0}},
+        /* f32: computed in f64, rounded once into f32 */
+        {ROPECHECK_DTYPE_F64,
+         ROPECHECK_DTYPE_F64,
+         ROPECHECK_DTYPE_F64,
+         ROPECHECK_RECIPE_POW_PRODUCT,
+         0,
+         {0, 0, 0}},
+        {0, 0, 0, 0, 0, {0, 0, 0}},
+        {0, 0, 0, 0, 0, {0, 0, 0}},
+    },
+    NULL,
+    c_apply,
+    NULL,
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+};
+
+ROPECHECK_PLUGIN_EXPORT const ropecheck_plugin* PLUGIN_ENTRY(uint32_t host_abi_version) {
+  (void)host_abi_version;
+  return &descriptor;
+}

@@ -1,0 +1,130 @@
+// Host side of the plugin ABI: a third-party kernel (a shared object implementing
+// ropecheck/plugin.h) as a run-time `Kernel`, so every property and report written against
+// `const Kernel&` checks it unchanged.
+//
+// Isolation: the plugin is dlopen'ed in a forked worker process, never in the oracle. Every
+// supports()/apply() is a request over a pipe; the worker runs the plugin on guarded copies of the
+// buffers and sends the result back. A crash, abort, exit() or hang (per-call timeout) kills only
+// the worker; it is recorded as a Fault, the kernel is "poisoned" (further calls fail fast without
+// touching the plugin) until reset(), and a fresh worker is forked on the next call after reset().
+#pragma once
+
+#include "ropecheck/kernel.hpp"
+#include "ropecheck/plugin.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ropecheck::plugin {
+
+// The plugin cannot be used at all: missing file, not a shared object, no entry point, wrong ABI
+// version, malformed descriptor, crash while loading. The CLI maps it to exit status 2.
+class LoadError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What isolation and guards observed during one call. Named as the validation report prints them.
+enum class FaultKind : int {
+  none = 0,
+  crashed,              // killed by a signal (segfault, abort, ...)
+  exited,               // called exit()/_exit() inside apply/supports
+  timeout,              // no answer within the per-call timeout (hang)
+  out_of_bounds_write,  // canary around the output/input or a gap inside a strided view changed
+  unwritten_output,     // an output element still holds the sentinel after an out-of-place call
+  input_modified,       // the input of an out-of-place call (or the positions) changed
+  bad_reply,            // the worker's answer was malformed (should not happen)
+};
+const char* name(FaultKind k);
+
+struct Fault {
+  FaultKind kind = FaultKind::none;
+  int signal = 0;       // crashed
+  int exit_status = 0;  // exited
+  std::string detail;   // e.g. "output element (token 1, head 0, j 63) unwritten"
+  std::string config;   // the call: dtype, spec, shape, strides, in-place, first positions
+  // "crashed (signal 11, SIGSEGV) in config dtype=f32 head_dim=64 ..."
+  std::string message() const;
+};
+
+struct Options {
+  double timeout_s = 10.0;  // per supports()/apply() call
+  // Largest request (input + output + positions) the oracle will ship to the worker; a bigger
+  // call fails with KernelStatus::error instead of exhausting memory.
+  std::uint64_t max_bytes = std::uint64_t{1} << 30;
+};
+
+// theta_i tables handed to plugins that take a precomputed table. The CLI installs a provider
+// backed by the multiprecision reference (correctly rounded); the default evaluates base^(-2i/rd)
+// in x87 long double (64-bit significand) and rounds to double, correct except in near-tie cases.
+struct InvFreqTables {
+  std::vector<double> f64;
+  std::vector<float> f32;
+};
+using InvFreqProvider = std::function<InvFreqTables(const RopeSpec&)>;
+InvFreqTables default_inv_freq(const RopeSpec& spec);
+
+// Descriptor data copied out of the worker at load time.
+struct Descriptor {
+  std::uint32_t abi_version = 0;
+  std::string name;
+  std::string description;
+  std::uint32_t dtypes = 0;             // ROPECHECK_DTYPE_BIT mask
+  std::uint32_t layouts = 0;            // ROPECHECK_LAYOUT_BIT mask
+  std::vector<std::int64_t> head_dims;  // empty = any
+  Policy policies[ROPECHECK_DTYPE_COUNT];
+  bool has_supports = false;
+};
+
+class PluginKernel final : public Kernel {
+ public:
+  // Forks the worker, loads the plugin there and reads its descriptor. Throws LoadError.
+  static std::unique_ptr<PluginKernel> load(const std::string& path, const Options& opts = {});
+  ~PluginKernel() override;
+  PluginKernel(const PluginKernel&) = delete;
+  PluginKernel& operator=(const PluginKernel&) = delete;
+
+  std::string name() const override;
+  std::string description() const override;
+  Policy policy(Dtype d) const override;
+  bool supports(const RopeSpec& spec, Dtype d) const override;
+  // Returns error (never throws, never crashes the caller) when the plugin faults; the fault is
+  // recorded and the kernel stays poisoned until reset().
+  KernelStatus apply(const RopeSpec& spec, const TensorArgs& args) const override;
+
+  const Descriptor& descriptor() const { return desc_; }
+  const std::string& path() const { return path_; }
+  void set_inv_freq_provider(InvFreqProvider p) { inv_freq_ = std::move(p); }
+
+  // Faults since construction or the last reset(), oldest first.
+  const std::vector<Fault>& faults() const { return faults_; }
+  bool poisoned() const { return !faults_.empty(); }
+  // Forget faults; the next call forks a fresh worker if the old one died.
+  void reset();
+  std::uint64_t calls() const { return calls_; }
+
+ private:
+  PluginKernel() = default;
+  struct Worker;
+  bool ensure_worker() const;
+  void record(Fault f) const;
+  void kill_worker() const;
+
+  std::string path_;
+  Options opts_;
+  Descriptor desc_;
+  InvFreqProvider inv_freq_;
+  mutable std::unique_ptr<Worker> worker_;
+  mutable std::vector<Fault> faults_;
+  mutable std::uint64_t calls_ = 0;
+};
+
+// One line describing a call, used in fault messages and counterexamples.
+std::string describe_call(const RopeSpec& spec, const TensorArgs& args);
+
+}  // namespace ropecheck::plugin

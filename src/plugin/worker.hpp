@@ -1,0 +1,42 @@
+// The plugin worker: the child process that dlopens the plugin and runs it on guarded buffers.
+#pragma once
+
+#include "ropecheck/plugin.h"
+
+#include <cstdint>
+#include <string>
+
+namespace ropecheck::plugin {
+
+// Request header of Msg::apply. Followed by positions[n_tokens] (int64), then, if has_inv_freq,
+// inv_freq_f64[n_pairs] and inv_freq_f32[n_pairs], then the input extent
+// (extent_elems * element bytes, starting at element offset min_off relative to the view origin).
+struct ApplyHeader {
+  ropecheck_spec spec;
+  std::int32_t dtype;
+  std::int32_t inplace;
+  std::int32_t has_inv_freq;
+  std::int32_t pad;
+  std::int64_t n_tokens, n_heads, token_stride, head_stride;
+  std::int64_t min_off;       // element offset of the extent start (<= 0)
+  std::int64_t extent_elems;  // elements from min_off to the last element of the view
+  std::int64_t n_pairs;
+};
+
+// Reply of Msg::apply: followed by detail_len bytes of text, then extent_elems * element bytes of
+// the result extent (the output buffer, or the in-place buffer).
+struct ApplyReply {
+  std::int32_t status;      // what apply() returned
+  std::int32_t fault_kind;  // FaultKind (guards); none if clean
+  std::uint64_t detail_len;
+  std::uint64_t result_bytes;
+};
+
+// Sentinel bit patterns pre-filled into out-of-place outputs: signalling NaNs with a payload no
+// arithmetic produces (arithmetic quiets NaNs), so an element still holding one was not written.
+std::uint64_t sentinel_bits(int dtype);
+
+// Never returns: loads `path`, answers requests on rfd/wfd until quit or EOF, then _exit(0).
+[[noreturn]] void worker_main(int rfd, int wfd, const std::string& path);
+
+}  // namespace ropecheck::plugin

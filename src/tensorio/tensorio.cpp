@@ -1,0 +1,573 @@
+#include "ropecheck/tensorio/tensorio.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "ropecheck/dtype.hpp"
+
+namespace ropecheck::tensorio {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::string& msg) {
+  throw FormatError(what + ": " + msg);
+}
+
+// Element count of a shape, or nullopt when a dim is negative or the product overflows int64.
+std::optional<std::int64_t> checked_numel(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) return std::nullopt;
+    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_str(const std::vector<std::int64_t>& s) {
+  std::string o = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
+  return o + "]";
+}
+
+struct StDtype {
+  const char* name;
+  ElemType type;
+  int bytes;
+};
+// Every dtype of the safetensors format, so files with extra tensors (masks, ids) still parse.
+constexpr StDtype kStDtypes[] = {
+    {"F64", ElemType::f64, 8},    {"F32", ElemType::f32, 4},       {"F16", ElemType::f16, 2},
+    {"BF16", ElemType::bf16, 2},  {"I64", ElemType::i64, 8},       {"I32", ElemType::i32, 4},
+    {"BOOL", ElemType::other, 1}, {"U8", ElemType::other, 1},      {"I8", ElemType::other, 1},
+    {"I16", ElemType::other, 2},  {"U16", ElemType::other, 2},     {"U32", ElemType::other, 4},
+    {"U64", ElemType::other, 8},  {"F8_E4M3", ElemType::other, 1}, {"F8_E5M2", ElemType::other, 1},
+};
+
+std::vector<unsigned char> read_file(const std::string& path, const Limits& limits) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) throw FormatError(path + ": cannot open file");
+  const std::streamoff size = f.tellg();
+  if (size < 0) throw FormatError(path + ": cannot determine file size");
+  if (static_cast<std::uint64_t>(size) > limits.max_bytes)
+    throw FormatError(path + ": file is " + std::to_string(size) +
+                      " bytes, larger than the memory limit of " +
+                      std::to_string(limits.max_bytes) + " bytes (raise it with --max-bytes)");
+  std::vector<unsigned char> buf(static_cast<std::size_t>(size));
+  f.seekg(0);
+  if (size > 0 && !f.read(reinterpret_cast<char*>(buf.data()), size))
+    throw FormatError(path + ": read error");
+  return buf;
+}
+
+void write_file(const std::string& path, const std::string& head,
+                const std::vector<const Tensor*>& parts) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw FormatError(path + ": cannot create file");
+  f.write(head.data(), static_cast<std::streamsize>(head.size()));
+  for (const Tensor* t : parts)
+    f.write(reinterpret_cast<const char*>(t->data.data()),
+            static_cast<std::streamsize>(t->data.size()));
+  if (!f) throw FormatError(path + ": write error");
+}
+
+}  // namespace
+
+const char* name(ElemType t) {
+  switch (t) {
+    case ElemType::f64:
+      return "f64";
+    case ElemType::f32:
+      return "f32";
+    case ElemType::f16:
+      return "f16";
+    case ElemType::bf16:
+      return "bf16";
+    case ElemType::i64:
+      return "i64";
+    case ElemType::i32:
+      return "i32";
+    case ElemType::other:
+      return "other";
+  }
+  return "?";
+}
+
+int elem_bytes(ElemType t) {
+  switch (t) {
+    case ElemType::f64:
+    case ElemType::i64:
+      return 8;
+    case ElemType::f32:
+    case ElemType::i32:
+      return 4;
+    case ElemType::f16:
+    case ElemType::bf16:
+      return 2;
+    case ElemType::other:
+      return 0;
+  }
+  return 0;
+}
+
+std::int64_t Tensor::numel() const { return checked_numel(shape).value_or(0); }
+bool Tensor::is_float() const {
+  return type == ElemType::f64 || type == ElemType::f32 || type == ElemType::f16 ||
+         type == ElemType::bf16;
+}
+
+double Tensor::get(std::int64_t i) const {
+  const unsigned char* p = data.data() + i * elem_bytes(type);
+  switch (type) {
+    case ElemType::f64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case ElemType::f32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case ElemType::f16: {
+      std::uint16_t b;
+      std::memcpy(&b, p, 2);
+      return from_bits(b, Dtype::f16);
+    }
+    case ElemType::bf16: {
+      std::uint16_t b;
+      std::memcpy(&b, p, 2);
+      return from_bits(b, Dtype::bf16);
+    }
+    case ElemType::i64:
+      return static_cast<double>(get_int(i));
+    case ElemType::i32:
+      return static_cast<double>(get_int(i));
+    case ElemType::other:
+      break;
+  }
+  return 0;
+}
+
+std::int64_t Tensor::get_int(std::int64_t i) const {
+  const unsigned char* p = data.data() + i * elem_bytes(type);
+  if (type == ElemType::i64) {
+    std::int64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  if (type == ElemType::i32) {
+    std::int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  return 0;
+}
+
+const Tensor* TensorFile::find(const std::string& n) const {
+  for (const auto& t : tensors)
+    if (t.name == n) return &t;
+  return nullptr;
+}
+
+// ---- safetensors ------------------------------------------------------------------------------
+// [u64 LE header length N][N bytes JSON header][data]. Header: {"__metadata__": {str: str},
+// "<name>": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...}; offsets are
+// relative to the start of the data section, end exclusive.
+TensorFile parse_safetensors(const unsigned char* data, std::size_t n, const std::string& what,
+                             const Limits& limits) {
+  if (n > limits.max_bytes)
+    fail(what, "input of " + std::to_string(n) + " bytes exceeds the memory limit of " +
+                   std::to_string(limits.max_bytes) + " bytes");
+  if (n < 8)
+    fail(what, "truncated: " + std::to_string(n) +
+                   " bytes, a safetensors file starts with an 8-byte header length");
+  std::uint64_t hlen = 0;
+  for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | data[i];
+  if (hlen > n - 8)
+    fail(what, "header length " + std::to_string(hlen) +
+                   " (bytes 0-7) runs past the end of the file (" + std::to_string(n) + " bytes)");
+  // The format caps the header at 100 MB; a bigger one is corrupt, not a big model.
+  if (hlen > 100'000'000) fail(what, "header length " + std::to_string(hlen) + " exceeds 100 MB");
+  const auto* hbeg = reinterpret_cast<const char*>(data + 8);
+  nlohmann::json h;
+  try {
+    h = nlohmann::json::parse(hbeg, hbeg + hlen);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(what, "header JSON (bytes 8-" + std::to_string(8 + hlen) + ") is malformed: " + e.what());
+  }
+  if (!h.is_object()) fail(what, "header JSON is not an object");
+  const std::uint64_t data_start = 8 + hlen;
+  const std::uint64_t data_len = n - data_start;
+
+  TensorFile out;
+  struct Span {
+    std::uint64_t b, e;
+    std::string name;
+  };
+  std::vector<Span> spans;
+  for (auto it = h.begin(); it != h.end(); ++it) {
+    const std::string& key = it.key();
+    const auto& v = it.value();
+    if (key == "__metadata__") {
+      if (!v.is_object()) fail(what, "__metadata__ must be an object of strings");
+      for (auto m = v.begin(); m != v.end(); ++m) {
+        if (!m.value().is_string())
+          fail(what, "__metadata__[\"" + m.key() +
+                         "\"] must be a string (safetensors metadata is string -> string)");
+        out.metadata[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    const std::string loc = "tensor '" + key + "'";
+    if (!v.is_object()) fail(what, loc + ": entry is not an object");
+    if (!v.contains("dtype") || !v["dtype"].is_string())
+      fail(what, loc + ": missing string 'dtype'");
+    if (!v.contains("shape") || !v["shape"].is_array()) fail(what, loc + ": missing array 'shape'");
+    if (!v.contains("data_offsets") || !v["data_offsets"].is_array() ||
+        v["data_offsets"].size() != 2)
+      fail(what, loc + ": 'data_offsets' must be [begin, end]");
+    Tensor t;
+    t.name = key;
+    t.type_name = v["dtype"].get<std::string>();
+    int eb = 0;
+    for (const auto& d : kStDtypes)
+      if (t.type_name == d.name) {
+        t.type = d.type;
+        eb = d.bytes;
+      }
+    if (eb == 0) fail(what, loc + ": unknown dtype '" + t.type_name + "'");
+    for (const auto& d : v["shape"]) {
+      if (!d.is_number_integer()) fail(what, loc + ": shape entries must be integers");
+      if (d.is_number_unsigned() &&
+          d.get<std::uint64_t>() >
+              static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        fail(what, loc + ": shape entry out of range");
+      t.shape.push_back(d.get<std::int64_t>());
+    }
+    if (t.shape.size() > 16) fail(what, loc + ": more than 16 dimensions");
+    const auto numel = checked_numel(t.shape);
+    if (!numel) fail(what, loc + ": shape " + shape_str(t.shape) + " is negative or overflows");
+    for (const auto& o : v["data_offsets"])
+      if (!o.is_number_unsigned() && !(o.is_number_integer() && o.get<std::int64_t>() >= 0))
+        fail(what, loc + ": data_offsets must be non-negative integers");
+    const auto b = v["data_offsets"][0].get<std::uint64_t>();
+    const auto e = v["data_offsets"][1].get<std::uint64_t>();
+    if (b > e)
+      fail(what, loc + ": data_offsets begin " + std::to_string(b) + " > end " + std::to_string(e));
+    if (e > data_len)
+      fail(what, loc + ": data_offsets end " + std::to_string(e) + " is past the data section (" +
+                     std::to_string(data_len) + " bytes after the header)");
+    const std::uint64_t want = static_cast<std::uint64_t>(*numel);
+    if (want > (e - b) / static_cast<std::uint64_t>(eb) || want * eb != e - b)
+      fail(what, loc + ": byte count " + std::to_string(e - b) + " != shape " + shape_str(t.shape) +
+                     " x " + std::to_string(eb) + " bytes (" + t.type_name + ")");
+    t.data.assign(data + data_start + b, data + data_start + e);
+    spans.push_back({b, e, key});
+    out.tensors.push_back(std::move(t));
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.b < b.b; });
+  for (std::size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].b < spans[i - 1].e)
+      fail(what, "tensors '" + spans[i - 1].name + "' and '" + spans[i].name +
+                     "' overlap in the data section");
+  return out;
+}
+
+TensorFile read_safetensors(const std::string& path, const Limits& limits) {
+  const auto buf = read_file(path, limits);
+  return parse_safetensors(buf.data(), buf.size(), path, limits);
+}
+
+void write_safetensors(const std::string& path, const TensorFile& f) {
+  nlohmann::json h = nlohmann::json::object();
+  if (!f.metadata.empty()) h["__metadata__"] = f.metadata;
+  std::uint64_t off = 0;
+  std::vector<const Tensor*> parts;
+  for (const auto& t : f.tensors) {
+    const char* dt = nullptr;
+    for (const auto& d : kStDtypes)
+      if (d.type == t.type && d.type != ElemType::other) dt = d.name;
+    if (!dt) throw FormatError(path + ": cannot write tensor '" + t.name + "' of this type");
+    h[t.name] = {{"dtype", dt}, {"shape", t.shape}, {"data_offsets", {off, off + t.data.size()}}};
+    off += t.data.size();
+    parts.push_back(&t);
+  }
+  std::string js = h.dump();
+  while ((8 + js.size()) % 8)
+    js += ' ';  // data section 8-byte aligned, as the reference writer does
+  std::string head(8, '\0');
+  std::uint64_t len = js.size();
+  for (int i = 0; i < 8; ++i) head[i] = static_cast<char>((len >> (8 * i)) & 0xFF);
+  write_file(path, head + js, parts);
+}
+
+// ---- npy ------------------------------------------------------------------------------------
+// "\x93NUMPY" major minor, header length (u16 for v1, u32 for v2/v3), then a Python dict literal
+// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } padded with spaces and '\n'.
+namespace {
+
+class DictParser {
+ public:
+  DictParser(const std::string& s, const std::string& what) : s_(s), what_(what) {}
+  void ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r'))
+      ++i_;
+  }
+  bool eat(char c) {
+    ws();
+    if (i_ < s_.size() && s_[i_] == c) {
+      ++i_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!eat(c)) err(std::string("expected '") + c + "'");
+  }
+  std::string str() {
+    ws();
+    if (i_ >= s_.size() || (s_[i_] != '\'' && s_[i_] != '"')) err("expected a quoted string");
+    const char q = s_[i_++];
+    const auto e = s_.find(q, i_);
+    if (e == std::string::npos) err("unterminated string");
+    std::string r = s_.substr(i_, e - i_);
+    i_ = e + 1;
+    return r;
+  }
+  bool boolean() {
+    ws();
+    if (s_.compare(i_, 4, "True") == 0) {
+      i_ += 4;
+      return true;
+    }
+    if (s_.compare(i_, 5, "False") == 0) {
+      i_ += 5;
+      return false;
+    }
+    err("expected True or False");
+  }
+  std::vector<std::int64_t> tuple() {
+    std::vector<std::int64_t> r;
+    expect('(');
+    for (;;) {
+      if (eat(')')) return r;
+      ws();
+      std::size_t st = i_;
+      if (i_ < s_.size() && s_[i_] == '-') ++i_;
+      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+      if (i_ == st || (i_ == st + 1 && s_[st] == '-')) err("expected an integer in shape");
+      if (i_ - st > 18) err("shape entry too large");
+      r.push_back(std::stoll(s_.substr(st, i_ - st)));
+      if (r.size() > 16) err("more than 16 dimensions");
+      if (!eat(',')) {
+        expect(')');
+        return r;
+      }
+    }
+  }
+  [[noreturn]] void err(const std::string& m) {
+    fail(what_, "npy header, character " + std::to_string(i_) + ": " + m + " in " + s_);
+  }
+
+ private:
+  const std::string& s_;
+  std::string what_;
+  std::size_t i_ = 0;
+};
+
+}  // namespace
+
+Tensor parse_npy(const unsigned char* data, std::size_t n, const std::string& what,
+                 const Limits& limits) {
+  if (n > limits.max_bytes)
+    fail(what, "input of " + std::to_string(n) + " bytes exceeds the memory limit of " +
+                   std::to_string(limits.max_bytes) + " bytes");
+  static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  if (n < 10 || std::memcmp(data, magic, 6) != 0)
+    fail(what, "not a .npy file (bad magic, bytes 0-5)");
+  const int major = data[6];
+  std::uint64_t hlen = 0, hstart = 0;
+  if (major == 1) {
+    hlen = data[8] | (static_cast<std::uint64_t>(data[9]) << 8);
+    hstart = 10;
+  } else if (major == 2 || major == 3) {
+    if (n < 12) fail(what, "truncated npy v2 preamble");
+    hlen = data[8] | (static_cast<std::uint64_t>(data[9]) << 8) |
+           (static_cast<std::uint64_t>(data[10]) << 16) |
+           (static_cast<std::uint64_t>(data[11]) << 24);
+    hstart = 12;
+  } else {
+    fail(what, "unsupported npy format version " + std::to_string(major) + " (byte 6)");
+  }
+  if (hlen > n - hstart)
+    fail(what, "npy header length " + std::to_string(hlen) + " runs past the end of the file (" +
+                   std::to_string(n) + " bytes)");
+  const std::string header(reinterpret_cast<const char*>(data + hstart), hlen);
+  DictParser p(header, what);
+  std::optional<std::string> descr;
+  std::optional<bool> fortran;
+  std::optional<std::vector<std::int64_t>> shape;
+  p.expect('{');
+  while (!p.eat('}')) {
+    const std::string key = p.str();
+    p.expect(':');
+    if (key == "descr")
+      descr = p.str();
+    else if (key == "fortran_order")
+      fortran = p.boolean();
+    else if (key == "shape")
+      shape = p.tuple();
+    else
+      p.err("unknown key '" + key + "'");
+    if (!p.eat(',')) {
+      p.expect('}');
+      break;
+    }
+  }
+  if (!descr || !fortran || !shape) fail(what, "npy header lacks descr, fortran_order or shape");
+  Tensor t;
+  t.name = what;
+  t.type_name = *descr;
+  t.shape = *shape;
+  const std::string& d = *descr;
+  if (d == "<f8")
+    t.type = ElemType::f64;
+  else if (d == "<f4")
+    t.type = ElemType::f32;
+  else if (d == "<f2")
+    t.type = ElemType::f16;
+  else if (d == "<i8")
+    t.type = ElemType::i64;
+  else if (d == "<i4")
+    t.type = ElemType::i32;
+  else if (!d.empty() && d[0] == '>')
+    fail(what,
+         "big-endian npy data ('" + d + "') is not supported; save with dtype.newbyteorder('<')");
+  else
+    fail(what, "unsupported npy dtype '" + d +
+                   "' (f64/f32/f16 values, int64/int32 positions; bf16 via safetensors)");
+  const auto numel = checked_numel(t.shape);
+  if (!numel) fail(what, "npy shape " + shape_str(t.shape) + " is negative or overflows");
+  if (*fortran && t.shape.size() > 1)
+    fail(what, "Fortran-ordered npy arrays are not supported; save np.ascontiguousarray(a)");
+  const std::uint64_t eb = static_cast<std::uint64_t>(elem_bytes(t.type));
+  const std::uint64_t have = n - hstart - hlen;
+  if (static_cast<std::uint64_t>(*numel) > have / eb ||
+      static_cast<std::uint64_t>(*numel) * eb != have)
+    fail(what, "npy data is " + std::to_string(have) + " bytes, shape " + shape_str(t.shape) +
+                   " x " + std::to_string(eb) + " bytes needs " +
+                   std::to_string(static_cast<std::uint64_t>(*numel) * eb));
+  t.data.assign(data + hstart + hlen, data + n);
+  return t;
+}
+
+Tensor read_npy(const std::string& path, const Limits& limits) {
+  const auto buf = read_file(path, limits);
+  return parse_npy(buf.data(), buf.size(), path, limits);
+}
+
+void write_npy(const std::string& path, const Tensor& t) {
+  const char* descr = nullptr;
+  switch (t.type) {
+    case ElemType::f64:
+      descr = "<f8";
+      break;
+    case ElemType::f32:
+      descr = "<f4";
+      break;
+    case ElemType::f16:
+      descr = "<f2";
+      break;
+    case ElemType::i64:
+      descr = "<i8";
+      break;
+    case ElemType::i32:
+      descr = "<i4";
+      break;
+    default:
+      throw FormatError(path + ": npy cannot hold " + std::string(name(t.type)));
+  }
+  // Python tuple syntax: () , (3,) , (2, 3)
+  std::string shape = "(";
+  for (std::size_t i = 0; i < t.shape.size(); ++i)
+    shape += (i ? ", " : "") + std::to_string(t.shape[i]);
+  shape += t.shape.size() == 1 ? ",)" : ")";
+  std::string dict =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string head = "\x93NUMPY";
+  head += '\x01';
+  head += '\x00';
+  std::size_t total = head.size() + 2 + dict.size() + 1;
+  while (total % 64) {
+    dict += ' ';
+    ++total;
+  }
+  dict += '\n';
+  head += static_cast<char>(dict.size() & 0xFF);
+  head += static_cast<char>((dict.size() >> 8) & 0xFF);
+  write_file(path, head + dict, {&t});
+}
+
+Tensor make_tensor(const std::string& nm, ElemType type, std::vector<std::int64_t> shape,
+                   const std::vector<double>& values) {
+  Tensor t;
+  t.name = nm;
+  t.type = type;
+  t.shape = std::move(shape);
+  const int eb = elem_bytes(type);
+  t.data.resize(values.size() * eb);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    unsigned char* p = t.data.data() + i * eb;
+    switch (type) {
+      case ElemType::f64:
+        std::memcpy(p, &values[i], 8);
+        break;
+      case ElemType::f32: {
+        const float f = static_cast<float>(values[i]);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case ElemType::f16: {
+        const auto b = static_cast<std::uint16_t>(bits_of(values[i], Dtype::f16));
+        std::memcpy(p, &b, 2);
+        break;
+      }
+      case ElemType::bf16: {
+        const auto b = static_cast<std::uint16_t>(bits_of(values[i], Dtype::bf16));
+        std::memcpy(p, &b, 2);
+        break;
+      }
+      default:
+        throw FormatError("make_tensor: not a float type");
+    }
+  }
+  return t;
+}
+
+Tensor make_int_tensor(const std::string& nm, ElemType type, std::vector<std::int64_t> shape,
+                       const std::vector<std::int64_t>& values) {
+  Tensor t;
+  t.name = nm;
+  t.type = type;
+  t.shape = std::move(shape);
+  const int eb = elem_bytes(type);
+  t.data.resize(values.size() * eb);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (type == ElemType::i64)
+      std::memcpy(t.data.data() + i * 8, &values[i], 8);
+    else if (type == ElemType::i32) {
+      const auto v = static_cast<std::int32_t>(values[i]);
+      std::memcpy(t.data.data() + i * 4, &v, 4);
+    } else
+      throw FormatError("make_int_tensor: not an integer type");
+  }
+  return t;
+}
+
+}  // namespace ropecheck::tensorio
