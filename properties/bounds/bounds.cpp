@@ -1,0 +1,199 @@
+// Derivation of the per-pair error bound (the one tolerance table of ropecheck).
+//
+// Setting. Pair p = (a, b) of a head vector x, exact output y = s R(phi) x_p with phi = m theta_i,
+// theta_i = base^(-2i/rd). A kernel with Policy {angle precision A (u_A), table precision T (u_T),
+// arithmetic precision R (u_R), recipe, fused} stores yhat into dtype D (u_D). We bound
+// ||yhat - y|| / (s ||x_p||). All "relative" terms below are relative to s ||x_p||; the table
+// stores them divided by u_D. First order throughout; what is dropped is covered by kSlack (see
+// header) and the cross terms that are *not* small (bf16/f16 storage against f32 trig) are kept
+// explicitly in `second_order`.
+//
+// 1. Angle. The kernel rotates by phihat = phi + dphi. Rotations are orthogonal, so
+//      ||R(phihat) x - R(phi) x|| = 2 |sin(dphi/2)| ||x|| <= min(|dphi|, 2) ||x||.
+//    |dphi| <= rho |m| theta_i where rho is the relative error of the recipe's angle:
+//    pow_product (theta = pow(base, -2i/rd), angle = m * theta, all in precision A):
+//      e = -2i/rd rounded: e(1+d), base^(e(1+d)) = theta * exp(e d ln base)  -> |e| ln(base) u_A
+//      base itself rounded into A when not representable: (b(1+d))^e          -> |e| u_A
+//      pow within 1 ulp (<= 2 u_A relative)                                  -> 2 u_A
+//      m rounded into A when |m| > 2^p_A                                     -> u_A
+//      the product m * theta, one rounding                                   -> u_A
+//    hf_f32 (HF / vLLM: inv_freq = 1 / base^(float(2i)/float(rd)), angle = float(m) * inv_freq,
+//    all f32, u = 2^-24): the same terms plus the reciprocal (u):
+//      rho = u (|e| ln base + |e| [base not f32] + 2 + 1 + 1 + [|m| > 2^24]).
+//    Both: |m| < 2^53 is exact as a double, so the caller's position is the kernel's.
+//
+// 2. Trig and table. cos/sin are evaluated in the angle precision A by the C library. Assumption
+//    (documented, not proven here): glibc's sin/cos/sinf/cosf are within 1 ulp for every finite
+//    argument, with exact range reduction (glibc's libm-test-ulps lists <= 1 ulp for them), so the
+//    absolute error of each entry is <= 2 u_A (|cos| <= 1, an ulp is <= 2u |value|). Rounding the
+//    entry into the table precision T when T is coarser than A adds u_T; converting it into the
+//    arithmetic precision R when R is coarser than both adds u_R; an entry in the table's subnormal
+//    range adds half its subnormal quantum. With per-entry error eps, the perturbation of the 2x2
+//    block is [[dc, -ds], [ds, dc]], whose 2-norm is sqrt(dc^2 + ds^2) <= sqrt(2) eps.
+//
+// 3. Arithmetic in precision R. out_a = x_a c - x_b s' (and out_b likewise).
+//    Non-fused fl(fl(x_a c) - fl(x_b s')): |err| <= gamma_2 (|x_a c| + |x_b s'|)
+//      <= 2 u_R ||x_p|| sqrt(c^2 + s'^2) = 2 u_R ||x_p||                       (Cauchy-Schwarz)
+//    Fused fma(x_a, c, -fl(x_b s')): |err| <= u_R (|x_a c| + 2 |x_b s'|) <= 2 u_R ||x_p||
+//      (Cauchy-Schwarz with (1, 2)): the same first-order bound. Per pair sqrt(2) * 2 u_R.
+//    Storage values converted into R exactly when R is at least as wide as D; otherwise each input
+//    rounds (relative u_R per component -> u_R per pair after the rotation).
+//    When R == D the last arithmetic rounding *is* the storage rounding, so this counts one u_D
+//    twice: conservative by design (the table stays one formula for every policy).
+//
+// 4. Scale s. s is rounded into the working precision (u) and multiplied in once (u), either into
+//    the table or onto the output: 2 max(u_T, u_R) relative, and 0 when s is a power of two.
+//
+// 5. Storage. One rounding per component into D: <= u_D |yhat_j| in the normal range, so
+//    <= u_D ||yhat_p|| per pair.
+//
+// 6. Underflow. In gradual underflow a rounding errs by at most half the format's smallest
+//    subnormal, absolutely: storage contributes min_sub_D / 2 per component, the arithmetic at most
+//    4 roundings of min_sub_R / 2 per component (two products, the scale multiply, the input
+//    conversion; additions are exact in underflow). Per pair sqrt(2) times that; this term is
+//    divided by s ||x_p||, so the bound is a function of the pair norm.
+//
+// 7. Cross terms. With T' = trig + scale, Rr = arithmetic, S = storage (all relative):
+//      ||M^ x|| <= s ||x|| (1 + T')                 (the angle part is orthogonal: no cross term)
+//      pre-storage error <= s ||x|| (A + T' + Rr + Rr T')
+//      storage error <= S ||pre-storage value|| <= S s ||x|| (1 + T' + Rr + Rr T')
+//    so second_order = Rr T' + S (T' + Rr) + S Rr T'. Kept explicitly because S = 2^-8 for bf16.
+//
+// Compositions, scores and the inverse are bounded from these per-pair absolute bounds (header).
+#include "ropecheck/bounds.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace ropecheck::bounds {
+
+namespace {
+
+int digits(Precision p) { return traits(p).digits; }
+bool exactly_representable(double v, Precision p) { return round_to_dtype(v, p) == v; }
+bool is_power_of_two(double v) {
+  int e = 0;
+  return std::frexp(v, &e) == 0.5;
+}
+
+}  // namespace
+
+AngleBound angle_error_bound(const Policy& policy, const RopeSpec& spec, std::int64_t pair,
+                             double position) {
+  AngleBound a;
+  const double e = 2.0 * static_cast<double>(pair) / static_cast<double>(spec.rotary_dim);
+  a.theta = std::pow(spec.base, -e);
+  const double m = std::fabs(position);
+  if (m == 0) return a;  // 0 * theta is exactly 0 in every recipe: no angle error at all
+  const double lnb = std::log(spec.base);
+  double k = 0;  // rho / u_angle
+  Precision ap = policy.angle;
+  if (policy.recipe == AngleRecipe::hf_f32) {
+    ap = Dtype::f32;
+    k = e * lnb + (exactly_representable(spec.base, ap) ? 0.0 : e) + 2 + 1 + 1;
+  } else {
+    k = e * lnb + (exactly_representable(spec.base, ap) ? 0.0 : e) + 2 + 1;
+  }
+  if (m > std::ldexp(1.0, digits(ap))) k += 1;
+  a.rel = k * unit_roundoff(ap);
+  a.rad = a.rel * m * a.theta;
+  return a;
+}
+
+PairBound pair_error_bound(const Policy& policy, const RopeSpec& spec, Dtype d, std::int64_t pair,
+                           double position) {
+  PairBound b;
+  const double uD = unit_roundoff(d);
+  const double uA = unit_roundoff(policy.recipe == AngleRecipe::hf_f32 ? Dtype::f32 : policy.angle);
+  const Precision A = policy.recipe == AngleRecipe::hf_f32 ? Dtype::f32 : policy.angle;
+  const double uT = unit_roundoff(policy.table);
+  const double uR = unit_roundoff(policy.arithmetic);
+  const int pA = digits(A), pT = digits(policy.table), pR = digits(policy.arithmetic);
+  b.u = uD;
+
+  // 1. angle
+  b.angle_detail = angle_error_bound(policy, spec, pair, position);
+  const double A_rel = std::min(b.angle_detail.rad, 2.0);
+
+  // 2. trig + table (per entry, absolute since |cos|, |sin| <= 1), then sqrt(2) per pair.
+  double eps = 2 * uA;
+  if (pT < pA) eps += uT;
+  if (pR < std::min(pA, pT)) eps += uR;
+  eps += min_subnormal(policy.table) / 2;
+  const double T_rel = std::sqrt(2.0) * eps;
+
+  // 3. arithmetic
+  double R_rel = std::sqrt(2.0) * 2 * uR;
+  const bool narrower_than_storage = pR < digits(d) ||
+                                     traits(policy.arithmetic).emin > traits(d).emin ||
+                                     traits(policy.arithmetic).emax < traits(d).emax;
+  if (narrower_than_storage) R_rel += uR;
+
+  // 4. scale
+  const double Sc_rel = is_power_of_two(spec.scale) ? 0.0 : 2 * std::max(uT, uR);
+
+  // 5. storage
+  const double S_rel = uD;
+
+  // 7. cross terms
+  const double Tp = T_rel + Sc_rel;
+  const double second = R_rel * Tp + S_rel * (Tp + R_rel) + S_rel * R_rel * Tp;
+
+  b.angle = A_rel / uD;
+  b.trig = T_rel / uD;
+  b.arithmetic = R_rel / uD;
+  b.scale = Sc_rel / uD;
+  b.storage = S_rel / uD;
+  b.second_order = second / uD;
+
+  // 6. underflow, absolute per pair
+  const double sub_R = min_subnormal(policy.arithmetic);
+  b.underflow_pre_abs = std::sqrt(2.0) * 4 * sub_R / 2;
+  b.underflow_abs = b.underflow_pre_abs + std::sqrt(2.0) * min_subnormal(d) / 2;
+  return b;
+}
+
+double PairBound::abs(double scaled_norm) const {
+  const double rel = angle + trig + arithmetic + scale + storage + second_order;
+  return (1 + kSlack) * (rel * u * scaled_norm + underflow_abs);
+}
+
+double PairBound::total_u(double scaled_norm) const {
+  if (scaled_norm == 0) return underflow_abs == 0 ? 0 : std::numeric_limits<double>::infinity();
+  return abs(scaled_norm) / (u * scaled_norm);
+}
+
+double PairBound::norm_abs(double scaled_norm) const {
+  const double rel = trig + arithmetic + scale + storage + second_order;
+  return (1 + kSlack) * (rel * u * scaled_norm + underflow_abs);
+}
+
+double PairBound::pre_storage_abs(double scaled_norm) const {
+  // Everything before the storage rounding: the cross term Rr T' is part of second_order, which
+  // also holds storage cross terms; keeping all of it only loosens this bound.
+  const double rel = angle + trig + arithmetic + scale + second_order;
+  return (1 + kSlack) * (rel * u * scaled_norm + underflow_pre_abs);
+}
+
+std::string PairBound::describe() const {
+  std::ostringstream o;
+  o << "bound[u] angle=" << angle << " (|dphi|<=" << angle_detail.rad << " rad) trig=" << trig
+    << " arith=" << arithmetic << " scale=" << scale << " storage=" << storage
+    << " 2nd=" << second_order << " underflow_abs=" << underflow_abs << " slack=(1+2^-10)";
+  return o.str();
+}
+
+double composition_abs(const PairBound& first, double first_scaled_norm, const PairBound& second,
+                       double second_scaled_norm, double scale) {
+  return scale * first.abs(first_scaled_norm) + second.abs(second_scaled_norm);
+}
+
+double score_pair_abs(const PairBound& bq, double q_scaled_norm, const PairBound& bk,
+                      double k_scaled_norm) {
+  const double eq = bq.abs(q_scaled_norm), ek = bk.abs(k_scaled_norm);
+  return eq * k_scaled_norm + q_scaled_norm * ek + eq * ek;
+}
+
+}  // namespace ropecheck::bounds
