@@ -1,0 +1,197 @@
+// `ropecheck eval`: one spec, a few positions and input rows -> the exact reference, its correct
+// rounding, and optionally a kernel's output with its error, as one JSON object.
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <optional>
+
+#include "cli.hpp"
+#include "ropecheck/reference/reference.hpp"
+
+namespace ropecheck::cli {
+
+namespace ref = ropecheck::reference;
+
+namespace {
+
+struct EvalOptions {
+  std::int64_t head_dim = 0;
+  std::int64_t rotary_dim = 0;
+  double base = 10000.0;
+  double scale = 1.0;
+  std::string layout;
+  std::string dtype;
+  std::string positions;
+  std::string input;
+  std::string kernel;
+  int digits = 40;
+  unsigned ref_bits = 0;
+};
+
+// JSON has no inf/nan: they are written as the strings "inf", "-inf", "nan". Finite values are
+// written by nlohmann-json with the shortest round-trip representation of the double.
+nlohmann::json number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+nlohmann::json number_row(const std::vector<double>& row) {
+  auto j = nlohmann::json::array();
+  for (double v : row) j.push_back(number(v));
+  return j;
+}
+
+void run_eval(const EvalOptions& o) {
+  const auto layout = parse_layout(o.layout);
+  if (!layout) throw UsageError("--layout must be interleaved or half, got '" + o.layout + "'");
+  const auto dtype = parse_dtype(o.dtype);
+  if (!dtype) throw UsageError("--dtype must be one of f64, f32, f16, bf16, got '" + o.dtype + "'");
+  if (o.digits < 1 || o.digits > 1000) throw UsageError("--digits must be in [1, 1000]");
+
+  RopeSpec raw;
+  raw.head_dim = o.head_dim;
+  raw.rotary_dim = o.rotary_dim;
+  raw.base = o.base;
+  raw.scale = o.scale;
+  raw.layout = *layout;
+  const RopeSpec spec = raw.normalized();  // throws SpecError -> exit 2
+
+  const unsigned bits = o.ref_bits ? o.ref_bits : ref::default_bits(*dtype);
+  if (bits < 64 || bits > 100000) throw UsageError("--ref-bits must be in [64, 100000]");
+  ref::set_precision_bits(bits);
+
+  // Positions: int64 where they parse as integers; the reference also takes fractional ones.
+  std::vector<ref::Mp> pos_mp;
+  std::vector<std::int64_t> pos_int;
+  bool all_int = true;
+  nlohmann::json pos_json = nlohmann::json::array();
+  for (const auto& f : split(o.positions, ',', "--position")) {
+    long long i = 0;
+    if (parse_int64(f, i)) {
+      pos_mp.push_back(ref::Mp(static_cast<std::int64_t>(i)));
+      pos_int.push_back(i);
+      pos_json.push_back(i);
+    } else {
+      try {
+        pos_mp.push_back(ref::parse_decimal(f));
+      } catch (const std::exception&) {
+        throw UsageError("--position: '" + f + "' is not a number");
+      }
+      all_int = false;
+      pos_json.push_back(f);
+    }
+  }
+
+  // Input rows: decimal text -> one correct rounding into the dtype (never via double first).
+  std::vector<std::vector<double>> rows;
+  for (const auto& r : split(o.input, ';', "--input")) {
+    std::vector<double> row;
+    for (const auto& f : split(r, ',', "--input")) {
+      ref::Mp v;
+      try {
+        v = ref::parse_decimal(f);
+      } catch (const std::exception&) {
+        throw UsageError("--input: '" + f + "' is not a finite number");
+      }
+      const double x = ref::round_to(v, *dtype);
+      if (!std::isfinite(x))
+        throw UsageError("--input: '" + f + "' overflows " + std::string(name(*dtype)));
+      row.push_back(x);
+    }
+    if (static_cast<std::int64_t>(row.size()) != spec.head_dim)
+      throw UsageError("--input: a row has " + std::to_string(row.size()) +
+                       " values, head_dim is " + std::to_string(spec.head_dim));
+    rows.push_back(std::move(row));
+  }
+  if (rows.size() != 1 && rows.size() != pos_mp.size())
+    throw UsageError("--input: give one row (broadcast) or one row per position (" +
+                     std::to_string(pos_mp.size()) + "), got " + std::to_string(rows.size()));
+  if (rows.size() == 1) rows.resize(pos_mp.size(), rows.front());
+
+  const Kernel* kernel = nullptr;
+  if (!o.kernel.empty()) {
+    kernel = find_builtin_kernel(o.kernel);
+    if (!kernel) throw UsageError("--kernel: no built-in kernel named '" + o.kernel + "' (see 'ropecheck list')");
+    if (!all_int) throw UsageError("--kernel needs integer positions (kernels take int64 positions)");
+    if (!kernel->supports(spec, *dtype))
+      throw UsageError("kernel '" + o.kernel + "' does not support this spec/dtype");
+  }
+
+  nlohmann::json out;
+  out["spec"] = {{"head_dim", spec.head_dim}, {"rotary_dim", spec.rotary_dim},
+                 {"base", spec.base},         {"layout", name(spec.layout)},
+                 {"scale", spec.scale},       {"scaling", name(spec.scaling.kind)}};
+  out["dtype"] = name(*dtype);
+  out["reference_bits"] = ref::precision_bits();
+  out["positions"] = pos_json;
+  out["input"] = nlohmann::json::array();
+  out["reference"] = nlohmann::json::array();
+  out["reference_rounded"] = nlohmann::json::array();
+  std::vector<ref::MpVector> exact;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    exact.push_back(ref::apply_dense(spec, pos_mp[r], rows[r]));
+    out["input"].push_back(number_row(rows[r]));
+    auto dec = nlohmann::json::array();
+    for (const auto& v : exact.back()) dec.push_back(ref::to_decimal(v, o.digits));
+    out["reference"].push_back(dec);
+    out["reference_rounded"].push_back(number_row(ref::round_to(exact.back(), *dtype)));
+  }
+
+  if (kernel) {
+    const auto n = static_cast<std::int64_t>(rows.size());
+    const int bytes = traits(*dtype).bytes;
+    std::vector<unsigned char> in(static_cast<std::size_t>(n * spec.head_dim * bytes));
+    std::vector<unsigned char> res(in.size());
+    for (std::int64_t t = 0; t < n; ++t)
+      for (std::int64_t j = 0; j < spec.head_dim; ++j)
+        store(*dtype, in.data(), t * spec.head_dim + j, rows[t][j]);
+    if (apply_contiguous(*kernel, spec, *dtype, n, 1, pos_int.data(), in.data(), res.data()) !=
+        KernelStatus::ok)
+      throw std::runtime_error("kernel '" + o.kernel + "' failed");
+    nlohmann::json kj{{"name", kernel->name()}, {"policy", policy_json(kernel->policy(*dtype))}};
+    kj["output"] = nlohmann::json::array();
+    double max_ulp = 0, max_pair = 0;
+    for (std::int64_t t = 0; t < n; ++t) {
+      std::vector<double> got(static_cast<std::size_t>(spec.head_dim));
+      for (std::int64_t j = 0; j < spec.head_dim; ++j)
+        got[j] = load(*dtype, res.data(), t * spec.head_dim + j);
+      const auto e = ref::compare(spec, *dtype, rows[t], exact[t], got);
+      max_ulp = std::max(max_ulp, e.max_ulp);
+      max_pair = std::max(max_pair, e.max_pair_error_u);
+      kj["output"].push_back(number_row(got));
+    }
+    kj["max_ulp"] = number(max_ulp);
+    kj["max_pair_error_u"] = number(max_pair);
+    out["kernel"] = kj;
+  }
+  std::cout << out.dump(2) << "\n";
+}
+
+}  // namespace
+
+void add_eval(CLI::App& app) {
+  auto opts = std::make_shared<EvalOptions>();
+  auto* cmd = app.add_subcommand(
+      "eval", "Exact reference (and optionally a kernel) for one spec, positions and inputs; prints JSON");
+  cmd->add_option("--head-dim", opts->head_dim, "head dimension (>= 1)")->required();
+  cmd->add_option("--rotary-dim", opts->rotary_dim,
+                  "rotated dims (even, <= head_dim; default head_dim rounded down to even)");
+  cmd->add_option("--base", opts->base, "frequency base (default 10000)");
+  cmd->add_option("--scale", opts->scale, "magnitude scale s (default 1)");
+  cmd->add_option("--layout", opts->layout, "interleaved | half")->required();
+  cmd->add_option("--dtype", opts->dtype, "f64 | f32 | f16 | bf16")->required();
+  cmd->add_option("--position", opts->positions,
+                  "position(s) M[,M...]; int64, or fractional for the reference alone")
+      ->required();
+  cmd->add_option("--input", opts->input,
+                  "values v1,v2,...[;v1,v2,...]: one row per position, or one row for all")
+      ->required();
+  cmd->add_option("--kernel", opts->kernel, "built-in kernel to evaluate (see 'ropecheck list')");
+  cmd->add_option("--digits", opts->digits, "significant digits of the exact reference (default 40)");
+  cmd->add_option("--ref-bits", opts->ref_bits,
+                  "reference precision in bits (default max(2p+30, 160))");
+  cmd->callback([opts] { run_eval(*opts); });
+}
+
+}  // namespace ropecheck::cli

@@ -1,0 +1,75 @@
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "ropecheck/kernel.hpp"
+
+namespace ropecheck::cli {
+
+namespace {
+const char* recipe_name(AngleRecipe r) {
+  switch (r) {
+    case AngleRecipe::pow_product: return "pow_product";
+    case AngleRecipe::hf_f32: return "hf_f32";
+  }
+  return "?";
+}
+}  // namespace
+
+nlohmann::json policy_json(const Policy& p) {
+  return {{"angle", name(p.angle)},          {"table", name(p.table)},
+          {"arithmetic", name(p.arithmetic)}, {"recipe", recipe_name(p.recipe)},
+          {"fused", p.fused},                 {"notes", p.notes}};
+}
+
+void add_list(CLI::App& app) {
+  auto* cmd = app.add_subcommand("list", "List built-in kernels (with precision policies), dtypes, layouts");
+  auto* as_json = cmd->add_flag("--json", "print JSON instead of text");
+  cmd->callback([as_json] {
+    nlohmann::json j;
+    j["dtypes"] = nlohmann::json::array();
+    for (Dtype d : kAllDtypes) {
+      const auto t = traits(d);
+      j["dtypes"].push_back({{"name", t.name},
+                             {"digits", t.digits},
+                             {"emin", t.emin},
+                             {"emax", t.emax},
+                             {"unit_roundoff", unit_roundoff(d)}});
+    }
+    j["layouts"] = {{{"name", "interleaved"}, {"pairs", "(2i, 2i+1)"}},
+                    {{"name", "half"}, {"pairs", "(i, i + rotary_dim/2)"}}};
+    j["kernels"] = nlohmann::json::array();
+    for (const Kernel* k : builtin_kernels()) {
+      nlohmann::json kj{{"name", k->name()}, {"description", k->description()}};
+      for (Dtype d : kAllDtypes) kj["policy"][name(d)] = policy_json(k->policy(d));
+      j["kernels"].push_back(kj);
+    }
+    if (*as_json) {
+      std::cout << j.dump(2) << "\n";
+      return;
+    }
+    std::cout << "kernels:\n";
+    for (const auto& kj : j["kernels"]) {
+      std::cout << "  " << kj["name"].get<std::string>() << ": "
+                << kj["description"].get<std::string>() << "\n";
+      for (Dtype d : kAllDtypes) {
+        const auto& p = kj["policy"][name(d)];
+        std::cout << "    " << name(d) << ": angle " << p["angle"].get<std::string>() << " ("
+                  << p["recipe"].get<std::string>() << "), table " << p["table"].get<std::string>()
+                  << ", arithmetic " << p["arithmetic"].get<std::string>()
+                  << (p["fused"].get<bool>() ? " (fma)" : "");
+        if (!p["notes"].get<std::string>().empty())
+          std::cout << "; " << p["notes"].get<std::string>();
+        std::cout << "\n";
+      }
+    }
+    std::cout << "dtypes:\n";
+    for (const auto& d : j["dtypes"])
+      std::cout << "  " << d["name"].get<std::string>() << ": p=" << d["digits"]
+                << " emin=" << d["emin"] << " emax=" << d["emax"]
+                << " u=2^-" << d["digits"] << "\n";
+    std::cout << "layouts:\n  interleaved: pairs (2i, 2i+1)\n  half: pairs (i, i + rotary_dim/2)\n";
+  });
+}
+
+}  // namespace ropecheck::cli

@@ -1,0 +1,43 @@
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "cli.hpp"
+
+namespace ropecheck::cli {
+
+std::vector<std::string> split(const std::string& s, char sep, const std::string& what) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ' && c != '\t') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  for (const auto& f : out)
+    if (f.empty()) throw UsageError(what + ": empty field in '" + s + "'");
+  return out;
+}
+
+bool parse_int64(const std::string& s, long long& out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  out = std::strtoll(s.c_str(), &end, 10);
+  return errno == 0 && end == s.c_str() + s.size();
+}
+
+double parse_finite_double(const std::string& s, const std::string& what) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v))
+    throw UsageError(what + ": expected a finite number, got '" + s + "'");
+  return v;
+}
+
+}  // namespace ropecheck::cli
