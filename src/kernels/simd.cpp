@@ -22,11 +22,14 @@
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define ROPECHECK_X86 1
+#if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 reports its own _mm512_undefined_* placeholders inside the masked intrinsics as
 // "may be used uninitialized" (a known false positive of avx512fintrin.h).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #endif
 
 namespace ropecheck {
@@ -50,8 +53,11 @@ const char* path_name(Path p) {
 Path detect_best() {
 #ifdef ROPECHECK_X86
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  // Clang's __builtin_cpu_supports does not know "f16c": read CPUID.1:ECX directly (the avx2
+  // check already covers OS support for the YMM state).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
     return Path::avx512;
@@ -229,27 +235,60 @@ RC_AVX2 void head_avx2_interleaved(const T* x, T* y, std::int64_t rd, const arit
   for (; j < rd; j += 2) rotate_pair1(x, y, j, j + 1, C2[j], S2[j + 1]);
 }
 
-// ---- AVX-512 (F + BW + VL): masked tails, no scalar remainder ---------------------------------
+// ---- AVX-512 (F + BW + VL): full vectors unmasked, one masked tail, no scalar remainder -------
+// Full vectors use plain loads/stores: masked 512-bit stores are slow on some CPUs (e.g. AMD Zen
+// 4).
 #define RC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 
+template <bool Tail>
 RC_AVX512 inline __m512d v5_ld(const double* p, __mmask16 k) {
-  return _mm512_maskz_loadu_pd(static_cast<__mmask8>(k), p);
+  if constexpr (Tail) return _mm512_maskz_loadu_pd(static_cast<__mmask8>(k), p);
+  return _mm512_loadu_pd(p);
 }
-RC_AVX512 inline __m512 v5_ld(const float* p, __mmask16 k) { return _mm512_maskz_loadu_ps(k, p); }
+template <bool Tail>
+RC_AVX512 inline __m512 v5_ld(const float* p, __mmask16 k) {
+  if constexpr (Tail) return _mm512_maskz_loadu_ps(k, p);
+  return _mm512_loadu_ps(p);
+}
+template <bool Tail>
+RC_AVX512 inline __m256i v5_ld16(const void* p, __mmask16 k) {
+  if constexpr (Tail) return _mm256_maskz_loadu_epi16(k, p);
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+template <bool Tail>
 RC_AVX512 inline __m512 v5_ld(const Eigen::half* p, __mmask16 k) {
-  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p));
+  return _mm512_cvtph_ps(v5_ld16<Tail>(p, k));
 }
+template <bool Tail>
 RC_AVX512 inline __m512 v5_ld(const Eigen::bfloat16* p, __mmask16 k) {
-  return _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, p)), 16));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v5_ld16<Tail>(p, k)), 16));
 }
+template <bool Tail>
 RC_AVX512 inline void v5_st(double* p, __mmask16 k, __m512d v) {
-  _mm512_mask_storeu_pd(p, static_cast<__mmask8>(k), v);
+  if constexpr (Tail)
+    _mm512_mask_storeu_pd(p, static_cast<__mmask8>(k), v);
+  else
+    _mm512_storeu_pd(p, v);
 }
-RC_AVX512 inline void v5_st(float* p, __mmask16 k, __m512 v) { _mm512_mask_storeu_ps(p, k, v); }
+template <bool Tail>
+RC_AVX512 inline void v5_st(float* p, __mmask16 k, __m512 v) {
+  if constexpr (Tail)
+    _mm512_mask_storeu_ps(p, k, v);
+  else
+    _mm512_storeu_ps(p, v);
+}
+template <bool Tail>
+RC_AVX512 inline void v5_st16(void* p, __mmask16 k, __m256i v) {
+  if constexpr (Tail)
+    _mm256_mask_storeu_epi16(p, k, v);
+  else
+    _mm256_storeu_si256(static_cast<__m256i*>(p), v);
+}
+template <bool Tail>
 RC_AVX512 inline void v5_st(Eigen::half* p, __mmask16 k, __m512 v) {
-  _mm256_mask_storeu_epi16(p, k, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  v5_st16<Tail>(p, k, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
+template <bool Tail>
 RC_AVX512 inline void v5_st(Eigen::bfloat16* p, __mmask16 k, __m512 v) {
   const __m512i x = _mm512_castps_si512(v);
   const __m512i hi = _mm512_srli_epi32(x, 16);
@@ -258,7 +297,7 @@ RC_AVX512 inline void v5_st(Eigen::bfloat16* p, __mmask16 k, __m512 v) {
       _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)), lsb), 16);
   const __m512i qnan = _mm512_or_si512(hi, _mm512_set1_epi32(0x40));
   r = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, qnan);
-  _mm512_mask_cvtepi32_storeu_epi16(p, k, r);
+  v5_st16<Tail>(p, k, _mm512_cvtepi32_epi16(r));
 }
 RC_AVX512 inline __m512d v5_mul(__m512d a, __m512d b) { return _mm512_mul_pd(a, b); }
 RC_AVX512 inline __m512 v5_mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
@@ -277,10 +316,21 @@ RC_AVX512 inline __m512 v5_neg(__m512 a) {
 RC_AVX512 inline __m512d v5_swap(__m512d a) { return _mm512_permute_pd(a, 0x55); }
 RC_AVX512 inline __m512 v5_swap(__m512 a) { return _mm512_permute_ps(a, 0xB1); }
 
-// Mask of the first min(n, W) lanes (W <= 16).
-template <std::int64_t W>
-RC_AVX512 inline __mmask16 v5_mask(std::int64_t n) {
-  return n >= W ? static_cast<__mmask16>((1u << W) - 1u) : static_cast<__mmask16>((1u << n) - 1u);
+template <bool Tail, class T>
+RC_AVX512 inline void v5_half_step(const T* x, T* y, std::int64_t h, std::int64_t i,
+                                   const arith_t<T>* C, const arith_t<T>* S, __mmask16 k) {
+  const auto a = v5_ld<Tail>(x + i, k), b = v5_ld<Tail>(x + h + i, k);
+  const auto c = v5_ld<Tail>(C + i, k), s = v5_ld<Tail>(S + i, k);
+  v5_st<Tail>(y + i, k, v5_fma(a, c, v5_neg(v5_mul(b, s))));
+  v5_st<Tail>(y + h + i, k, v5_fma(b, c, v5_mul(a, s)));
+}
+
+template <bool Tail, class T>
+RC_AVX512 inline void v5_interleaved_step(const T* x, T* y, std::int64_t j, const arith_t<T>* C2,
+                                          const arith_t<T>* S2, __mmask16 k) {
+  const auto v = v5_ld<Tail>(x + j, k);
+  v5_st<Tail>(y + j, k,
+              v5_fma(v, v5_ld<Tail>(C2 + j, k), v5_mul(v5_swap(v), v5_ld<Tail>(S2 + j, k))));
 }
 
 template <class T>
@@ -288,24 +338,20 @@ RC_AVX512 void head_avx512_half(const T* x, T* y, std::int64_t rd, const arith_t
                                 const arith_t<T>* S) {
   constexpr std::int64_t W = 64 / sizeof(arith_t<T>);
   const std::int64_t h = rd / 2;
-  for (std::int64_t i = 0; i < h; i += W) {
-    const __mmask16 k = v5_mask<W>(h - i);
-    const auto a = v5_ld(x + i, k), b = v5_ld(x + h + i, k);
-    const auto c = v5_ld(C + i, k), s = v5_ld(S + i, k);
-    v5_st(y + i, k, v5_fma(a, c, v5_neg(v5_mul(b, s))));
-    v5_st(y + h + i, k, v5_fma(b, c, v5_mul(a, s)));
-  }
+  std::int64_t i = 0;
+  for (; i + W <= h; i += W) v5_half_step<false>(x, y, h, i, C, S, 0);
+  if (i < h) v5_half_step<true>(x, y, h, i, C, S, static_cast<__mmask16>((1u << (h - i)) - 1u));
 }
 
 template <class T>
 RC_AVX512 void head_avx512_interleaved(const T* x, T* y, std::int64_t rd, const arith_t<T>* C2,
                                        const arith_t<T>* S2) {
   constexpr std::int64_t W = 64 / sizeof(arith_t<T>);
-  for (std::int64_t j = 0; j < rd; j += W) {
-    const __mmask16 k = v5_mask<W>(rd - j);  // rd even, W even: whole pairs only
-    const auto v = v5_ld(x + j, k);
-    v5_st(y + j, k, v5_fma(v, v5_ld(C2 + j, k), v5_mul(v5_swap(v), v5_ld(S2 + j, k))));
-  }
+  std::int64_t j = 0;
+  for (; j + W <= rd; j += W) v5_interleaved_step<false>(x, y, j, C2, S2, 0);
+  // rd and W are even, so the masked tail covers whole pairs only.
+  if (j < rd)
+    v5_interleaved_step<true>(x, y, j, C2, S2, static_cast<__mmask16>((1u << (rd - j)) - 1u));
 }
 #endif  // ROPECHECK_X86
 
