@@ -35,7 +35,11 @@ namespace {
 
 constexpr std::uint64_t kMaxRequest = std::uint64_t{1} << 34;
 constexpr double kNoDeadline = 1e300;
-constexpr unsigned char kCanaryByte = 0xA5;
+// Inputs and outputs get different canary bytes: a kernel that copies one element past the input
+// vector into one element past the output vector would otherwise copy a canary onto an identical
+// canary and go unnoticed.
+constexpr unsigned char kOutCanary = 0xA5;
+constexpr unsigned char kInCanary = 0x5A;
 // Canary bytes on each side of every buffer; beyond them sit PROT_NONE pages, so a stray write
 // just past the view is *reported* (canary changed) and a wild one far away crashes the worker
 // (reported as a crash) — it can never land in the worker's own state unnoticed.
@@ -47,7 +51,7 @@ int element_bytes(int dtype) {
 
 class Guarded {
  public:
-  explicit Guarded(std::size_t n) : n_(n) {
+  Guarded(std::size_t n, unsigned char canary) : n_(n), canary_(canary) {
     page_ = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     inner_ = (kCanary + n + kCanary + page_ - 1) / page_ * page_;
     len_ = page_ + inner_ + page_;
@@ -59,7 +63,7 @@ class Guarded {
     map_ = static_cast<unsigned char*>(m);
     mprotect(map_, page_, PROT_NONE);
     mprotect(map_ + page_ + inner_, page_, PROT_NONE);
-    std::memset(map_ + page_, kCanaryByte, inner_);
+    std::memset(map_ + page_, canary_, inner_);
   }
   ~Guarded() {
     if (map_) munmap(map_, len_);
@@ -73,14 +77,14 @@ class Guarded {
   bool canary_intact(std::int64_t& where) const {
     const unsigned char* front = map_ + page_;
     for (std::size_t i = 0; i < kCanary; ++i)
-      if (front[i] != kCanaryByte) {
+      if (front[i] != canary_) {
         where = static_cast<std::int64_t>(i) - static_cast<std::int64_t>(kCanary);
         return false;
       }
     const unsigned char* back = data() + n_;
     const std::size_t back_len = inner_ - kCanary - n_;
     for (std::size_t i = 0; i < back_len; ++i)
-      if (back[i] != kCanaryByte) {
+      if (back[i] != canary_) {
         where = static_cast<std::int64_t>(n_ + i);
         return false;
       }
@@ -90,6 +94,7 @@ class Guarded {
  private:
   std::size_t n_, page_ = 0, inner_ = 0, len_ = 0;
   unsigned char* map_ = nullptr;
+  unsigned char canary_;
 };
 
 struct View {
@@ -170,10 +175,10 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
 
   const View v{h.n_tokens,      h.n_heads, h.token_stride, h.head_stride,
                h.spec.head_dim, h.min_off, h.extent_elems};
-  Guarded in(nbytes), out(h.inplace ? 0 : nbytes);
-  Guarded pos(static_cast<std::size_t>(h.n_tokens) * 8);
-  Guarded tf64(static_cast<std::size_t>(h.n_pairs) * 8),
-      tf32(static_cast<std::size_t>(h.n_pairs) * 4);
+  Guarded in(nbytes, kInCanary), out(h.inplace ? 0 : nbytes, kOutCanary);
+  Guarded pos(static_cast<std::size_t>(h.n_tokens) * 8, kInCanary);
+  Guarded tf64(static_cast<std::size_t>(h.n_pairs) * 8, kInCanary),
+      tf32(static_cast<std::size_t>(h.n_pairs) * 4, kInCanary);
   if (!in.ok() || !out.ok() || !pos.ok() || !tf64.ok() || !tf32.ok()) die_quietly();
   std::memcpy(in.data(), in_src, nbytes);
   std::memcpy(pos.data(), pos_src, static_cast<std::size_t>(h.n_tokens) * 8);

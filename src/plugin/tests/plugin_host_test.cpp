@@ -125,6 +125,7 @@ TEST(PluginHost, HostilePluginsAreClassified) {
   EXPECT_EQ(run_hostile("c_hostile_segfault"), FaultKind::crashed);
   EXPECT_EQ(run_hostile("c_hostile_abort"), FaultKind::crashed);
   EXPECT_EQ(run_hostile("c_hostile_hang"), FaultKind::timeout);
+  // Contiguous: the last vector's extra element lands in the canary past the output buffer.
   EXPECT_EQ(run_hostile("c_hostile_oob_write"), FaultKind::out_of_bounds_write);
   // The one-past-the-vector write lands in a gap of a strided view, not only past the buffer.
   // (In place it copies in[head_dim] onto itself: harmless, and rightly not reported.)
