@@ -1,0 +1,708 @@
+// Property definitions, templated on the storage dtype (compile-time type list, one translation
+// unit per dtype) and taking the kernel as a run-time value. Included only by props_<dtype>.cpp.
+//
+// Special-value policy (checked by ZeroPositionIsIdentity, PassThroughIsExact; README):
+//  * Position 0, finite pair (x_a, x_b): output == input bit for bit for nonzero values. Zeros
+//    stay zero but their sign is not part of the contract: x*cos - y*sin at cos = 1, sin = +0 is
+//    x + (-(y*0)), and IEEE gives -0 + +0 = +0, so -0 may come out as +0 for any correct kernel.
+//    The reference's mathematical result is R_0 x = x with a signless real zero.
+//  * A pair containing +-inf or NaN: each output of that pair is either its own input (the
+//    mathematical R_0 x = x, e.g. a kernel that short-cuts m = 0) or NaN (IEEE: x*cos - inf*sin
+//    = x - inf*0 = NaN even at m = 0); it is never any other value, so a NaN input stays NaN and
+//    an inf never becomes a finite number. Other pairs, other heads and other tokens are not
+//    affected (they are checked bit for bit as above).
+//  * Pass-through dims: every bit pattern is copied bit for bit, except that a NaN may lose its
+//    payload / signalling bit (a conversion through f32 canonicalizes it); it stays a NaN.
+#pragma once
+
+#include "gen.hpp"
+#include "ropecheck/bounds.hpp"
+#include "ropecheck/properties.hpp"
+#include "ropecheck/reference/reference.hpp"
+
+#include <rapidcheck.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <iomanip>
+#include <numeric>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+namespace ropecheck::properties::detail {
+
+using reference::Mp;
+namespace g = ::ropecheck::properties::gen;
+
+template <Dtype D>
+using T = storage_t<D>;
+
+template <Dtype D>
+T<D> to_st(double v) {
+  if constexpr (D == Dtype::f64)
+    return v;
+  else if constexpr (D == Dtype::f32)
+    return static_cast<float>(v);
+  else
+    return T<D>(static_cast<float>(v));  // v is representable: exact
+}
+template <Dtype D>
+double to_d(T<D> v) {
+  if constexpr (D == Dtype::f64)
+    return v;
+  else
+    return static_cast<double>(static_cast<float>(v));
+}
+template <class X>
+bool same_bits(const X& a, const X& b) {
+  return std::memcmp(&a, &b, sizeof(X)) == 0;
+}
+
+inline std::string hex(double v) {
+  std::ostringstream o;
+  o << std::hexfloat << v;
+  return o.str();
+}
+
+inline Mp ex(double v) { return reference::exact(v); }
+inline Mp hyp(const Mp& a, const Mp& b) { return sqrt(a * a + b * b); }
+inline double dbl(const Mp& v) { return v.convert_to<double>(); }
+
+inline bool f32_angle(const Policy& p) {
+  return p.recipe == AngleRecipe::hf_f32 || traits(p.angle).digits <= 24;
+}
+// Position range for compositions: to 2^24 for f32-angle kernels (beyond that float(m) itself
+// rounds and the bound is already near its cap of 2), beyond 2^31 for f64-angle kernels.
+inline std::int64_t composition_limit(const Policy& p) {
+  return f32_angle(p) ? (std::int64_t{1} << 24) : (std::int64_t{1} << 33);
+}
+
+// A spec the kernel accepts: the generated one, else the same with the other layout, else discard.
+template <Dtype D>
+RopeSpec usable(const Kernel& k, RopeSpec s) {
+  if (k.supports(s, D)) return s;
+  s.layout = s.layout == Layout::half ? Layout::interleaved : Layout::half;
+  if (k.supports(s, D)) return s;
+  RC_DISCARD("kernel does not support " + describe(s));
+  return s;
+}
+
+inline std::string ctx(const RopeSpec& s, const std::vector<std::int64_t>& pos) {
+  std::ostringstream o;
+  o << describe(s) << " positions=[";
+  for (std::size_t i = 0; i < pos.size(); ++i) o << (i ? "," : "") << pos[i];
+  o << "]";
+  return o.str();
+}
+
+// Contiguous [tokens][heads][head_dim] call.
+template <Dtype D>
+std::vector<T<D>> run(const Kernel& k, const RopeSpec& s, std::int64_t nt, std::int64_t nh,
+                      const std::vector<std::int64_t>& pos, const std::vector<T<D>>& in) {
+  std::vector<T<D>> out(in.size(), to_st<D>(0.0));
+  TensorArgs a;
+  a.dtype = D;
+  a.n_tokens = nt;
+  a.n_heads = nh;
+  a.positions = pos.data();
+  a.in = in.data();
+  a.out = out.data();
+  a.head_stride = s.head_dim;
+  a.token_stride = nh * s.head_dim;
+  const KernelStatus st = k.apply(s, a);
+  if (st == KernelStatus::unsupported) RC_DISCARD("kernel returned unsupported");
+  if (st != KernelStatus::ok) RC_FAIL("kernel returned error for " + ctx(s, pos));
+  return out;
+}
+
+template <Dtype D>
+std::vector<T<D>> store_vec(const std::vector<double>& x) {
+  std::vector<T<D>> v(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) v[i] = to_st<D>(x[i]);
+  return v;
+}
+template <Dtype D>
+std::vector<double> load_vec(const T<D>* p, std::int64_t n) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = to_d<D>(p[i]);
+  return v;
+}
+
+// The domain a policy is checked on: values whose pair outputs fit the storage format *and* the
+// formats the policy computes in (a kernel declaring f32 arithmetic cannot hold an f64 value of
+// 1e300; that is its declared limitation, not a rounding error). The lower end needs no clamp: the
+// bound's underflow terms cover flushes into the arithmetic format's subnormals.
+inline double policy_max(const Policy& p) {
+  return std::min({max_finite(p.arithmetic), max_finite(p.table)});
+}
+
+// Finite input of nvec vectors for a kernel with policy pol.
+template <Dtype D>
+std::vector<double> finite_input(const Policy& pol, const RopeSpec& s, std::int64_t nvec) {
+  const double clamp = std::min(g::value_clamp(D, s.scale),
+                                policy_max(pol) / (8 * std::max(1.0, s.scale * s.scale)));
+  std::vector<double> x;
+  for (std::int64_t v = 0; v < nvec; ++v) {
+    auto one = g::finite_vector(D, s.head_dim, clamp);
+    x.insert(x.end(), one.begin(), one.end());
+  }
+  return x;
+}
+
+inline bool is_pass(const RopeSpec& s, std::int64_t j) { return j >= s.rotary_dim; }
+
+// Per pair exact/got comparison against a bound; returns "" or the failure text.
+struct PairCheck {
+  std::int64_t pair;
+  Mp err;
+  double bound;
+};
+
+// ---------------------------------------------------------------------------------------------
+// 1. PreservesNorm: | ||K(x)_p|| - s||x_p|| | <= norm bound (no angle term: a wrong angle still
+// rotates), and the kernel's matrix M (columns K(e_j)) satisfies |M^T M - s^2 I|_jk <=
+// s (D_j + D_k) + D_j D_k, with D_j the non-angle pair bound of j's pair (0 for pass-through):
+// M = s R(phihat) + E with ||E e_j|| <= D_j, and s R(phihat) is s times an orthogonal matrix.
+template <Dtype D>
+void preserves_norm(const Kernel& k) {
+  const Policy pol = k.policy(D);
+  {
+    const RopeSpec s = usable<D>(k, g::spec());
+    const std::vector<std::int64_t> pos = {g::position(std::int64_t{1} << 31)};
+    const auto x = finite_input<D>(k.policy(D), s, 1);
+    const auto y = load_vec<D>(run<D>(k, s, 1, 1, pos, store_vec<D>(x)).data(), s.head_dim);
+    for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+      const auto [a, b] = s.pair(i);
+      const Mp sn = ex(s.scale) * hyp(ex(x[a]), ex(x[b]));
+      const Mp gn = hyp(ex(y[a]), ex(y[b]));
+      const double bound =
+          bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[0])).norm_abs(dbl(sn));
+      if (!(abs(gn - sn) <= Mp(bound)))
+        RC_FAIL("pair " + std::to_string(i) + " norm " + hex(dbl(gn)) + " != s||x|| " +
+                hex(dbl(sn)) + " beyond bound " + hex(bound) + " | " + ctx(s, pos) + " x=(" +
+                hex(x[a]) + "," + hex(x[b]) + ")");
+    }
+  }
+  // Matrix part on dims <= 128 (the Gram matrix is O(d^2)).
+  g::SpecOptions o;
+  o.max_head_dim = 128;
+  const RopeSpec s = usable<D>(k, g::spec(o));
+  const std::int64_t d = s.head_dim;
+  const std::int64_t m = g::position(std::int64_t{1} << 31);
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(d), m);
+  std::vector<double> e(static_cast<std::size_t>(d * d), 0.0);
+  for (std::int64_t j = 0; j < d; ++j) e[j * d + j] = 1.0;
+  const auto out = run<D>(k, s, d, 1, pos, store_vec<D>(e));
+  // col j = out token j. Row-wise sparse accumulation of G = M^T M in MP.
+  std::vector<Mp> G(static_cast<std::size_t>(d * d), Mp(0));
+  for (std::int64_t i = 0; i < d; ++i) {
+    std::vector<std::int64_t> nz;
+    for (std::int64_t j = 0; j < d; ++j)
+      if (to_d<D>(out[j * d + i]) != 0.0) nz.push_back(j);
+    for (auto j : nz)
+      for (auto kk : nz)
+        G[j * d + kk] += ex(to_d<D>(out[j * d + i])) * ex(to_d<D>(out[kk * d + i]));
+  }
+  std::vector<double> Dj(static_cast<std::size_t>(d), 0.0);
+  for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+    const auto [a, b] = s.pair(i);
+    const double nb =
+        bounds::pair_error_bound(pol, s, D, i, static_cast<double>(m)).norm_abs(s.scale);
+    Dj[a] = Dj[b] = nb;
+  }
+  const Mp s2 = ex(s.scale) * ex(s.scale);
+  for (std::int64_t j = 0; j < d; ++j)
+    for (std::int64_t kk = 0; kk < d; ++kk) {
+      // Pass-through columns are e_j itself (identity, not scaled by s).
+      const Mp target = j != kk ? Mp(0) : (is_pass(s, j) ? Mp(1) : s2);
+      const double bound = s.scale * (Dj[j] + Dj[kk]) + Dj[j] * Dj[kk];
+      if (!(abs(G[j * d + kk] - target) <= Mp(bound)))
+        RC_FAIL("(M^T M)[" + std::to_string(j) + "," + std::to_string(kk) +
+                "] = " + hex(dbl(G[j * d + kk])) + ", expected " + hex(dbl(target)) + " within " +
+                hex(bound) + " | " + ctx(s, {m}));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. ZeroPositionIsIdentity (+ the special-value policy at the top of this file).
+template <Dtype D>
+void zero_position_is_identity(const Kernel& k) {
+  g::SpecOptions o;
+  o.force_unit_scale = true;
+  const RopeSpec s = usable<D>(k, g::spec(o));
+  const std::int64_t nt = g::pick(1, 3), nh = g::pick(1, 2);
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(nt), 0);
+  auto x = finite_input<D>(k.policy(D), s, nt * nh);
+  const bool specials = g::coin(40);
+  if (specials)
+    for (auto& v : x)
+      if (g::coin(25)) v = g::special_value();
+  const auto in = store_vec<D>(x);
+  const auto out = run<D>(k, s, nt, nh, pos, in);
+  const std::int64_t d = s.head_dim;
+  const Policy pol = k.policy(D);
+  const bool narrow = traits(pol.arithmetic).digits < traits(D).digits;
+  for (std::int64_t v = 0; v < nt * nh; ++v) {
+    const T<D>* xi = in.data() + v * d;
+    const T<D>* yo = out.data() + v * d;
+    auto where = [&](std::int64_t j) {
+      return "vector " + std::to_string(v) + " elem " + std::to_string(j) +
+             " in=" + hex(to_d<D>(xi[j])) + " out=" + hex(to_d<D>(yo[j])) + " | " + ctx(s, pos);
+    };
+    for (std::int64_t j = s.rotary_dim; j < d; ++j) {
+      const bool ok =
+          same_bits(xi[j], yo[j]) || (std::isnan(to_d<D>(xi[j])) && std::isnan(to_d<D>(yo[j])));
+      if (!ok) RC_FAIL("pass-through changed at position 0: " + where(j));
+    }
+    for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+      const auto [a, b] = s.pair(i);
+      const double xa = to_d<D>(xi[a]), xb = to_d<D>(xi[b]);
+      if (std::isfinite(xa) && std::isfinite(xb)) {
+        for (auto j : {a, b}) {
+          // A kernel whose declared arithmetic is narrower than the storage (table_f32 on f64)
+          // computes x*1 - y*0 = round_A(x): bit for bit that, and x itself otherwise.
+          const double xv =
+              narrow ? round_to_dtype(to_d<D>(xi[j]), pol.arithmetic) : to_d<D>(xi[j]);
+          const double yv = to_d<D>(yo[j]);
+          const bool ok = xv == 0 ? yv == 0 : (narrow ? yv == xv : same_bits(xi[j], yo[j]));
+          if (!ok) RC_FAIL("not the identity at position 0: " + where(j));
+        }
+      } else {
+        // Each output is its own input (the mathematical R_0 x = x; a kernel may short-cut
+        // m = 0) or NaN (IEEE inf*0); never another value, and a NaN input stays NaN.
+        for (auto j : {a, b}) {
+          const double xv =
+              narrow ? round_to_dtype(to_d<D>(xi[j]), pol.arithmetic) : to_d<D>(xi[j]);
+          const double yv = to_d<D>(yo[j]);
+          const bool ok = std::isnan(yv) || (xv == 0  ? yv == 0
+                                             : narrow ? yv == xv
+                                                      : same_bits(xi[j], yo[j]));
+          if (!ok)
+            RC_FAIL("pair with a non-finite input: output neither its input nor NaN: " + where(j));
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. ComposesAdditively: ||K(K(x,a),b)_p - K(x,a+b)_p|| <= composition bound + single bound
+// (both against the exact R_{a+b} x_p; s = 1 because K(K(x,a),b) = s^2 R x for s != 1).
+template <Dtype D>
+void composes_additively(const Kernel& k) {
+  const Policy pol = k.policy(D);
+  g::SpecOptions o;
+  o.force_unit_scale = true;
+  const RopeSpec s = usable<D>(k, g::spec(o));
+  const std::int64_t L = composition_limit(pol);
+  const std::int64_t a = g::position(L);
+  const std::int64_t b = g::coin(35) ? -g::pick<std::int64_t>(0, a < 0 ? -a : a)  // KV shift
+                                     : g::position(L);
+  const auto x = finite_input<D>(k.policy(D), s, 1);
+  const auto z = run<D>(k, s, 1, 1, {a}, store_vec<D>(x));
+  const auto w = load_vec<D>(run<D>(k, s, 1, 1, {b}, z).data(), s.head_dim);
+  const auto v = load_vec<D>(run<D>(k, s, 1, 1, {a + b}, store_vec<D>(x)).data(), s.head_dim);
+  const auto zd = load_vec<D>(z.data(), s.head_dim);
+  for (std::int64_t j = s.rotary_dim; j < s.head_dim; ++j)
+    if (!(w[j] == x[j] && v[j] == x[j]))
+      RC_FAIL("pass-through dim " + std::to_string(j) + " changed | " + ctx(s, {a, b}));
+  for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+    const auto [ia, ib] = s.pair(i);
+    const double xn = dbl(hyp(ex(x[ia]), ex(x[ib])));
+    const double zn = dbl(hyp(ex(zd[ia]), ex(zd[ib])));
+    const auto Ba = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(a));
+    const auto Bb = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(b));
+    const auto Bab = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(a + b));
+    const double bound = bounds::composition_abs(Ba, xn, Bb, zn, 1.0) + Bab.abs(xn);
+    const Mp err = hyp(ex(w[ia]) - ex(v[ia]), ex(w[ib]) - ex(v[ib]));
+    if (!(err <= Mp(bound)))
+      RC_FAIL("pair " + std::to_string(i) + " |K(K(x,a),b) - K(x,a+b)| = " + hex(dbl(err)) +
+              " > bound " + hex(bound) + " | " + ctx(s, {a, b}) + " | " + Bab.describe());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. LayoutsArePermutations: K_half(P x) == P K_interleaved(x), bit for bit (the same operations
+// per pair, only the indexing differs). P gathers even then odd rotated indices.
+template <Dtype D>
+void layouts_are_permutations(const Kernel& k) {
+  g::SpecOptions o;
+  o.force_layout = static_cast<int>(Layout::interleaved);
+  RopeSpec si = g::spec(o);
+  RopeSpec sh = si;
+  sh.layout = Layout::half;
+  if (!k.supports(si, D) || !k.supports(sh, D)) RC_DISCARD("layout pair unsupported");
+  const std::int64_t nt = g::pick(1, 3), nh = g::pick(1, 2), d = si.head_dim, h = si.rotary_dim / 2;
+  std::vector<std::int64_t> pos;
+  for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
+  const auto x = finite_input<D>(k.policy(D), si, nt * nh);
+  auto P = [&](const std::vector<double>& v) {
+    std::vector<double> r(v);
+    for (std::int64_t vec = 0; vec < nt * nh; ++vec)
+      for (std::int64_t j = 0; j < si.rotary_dim; ++j)
+        r[vec * d + j] = v[vec * d + (j < h ? 2 * j : 2 * (j - h) + 1)];
+    return r;
+  };
+  const auto yi = run<D>(k, si, nt, nh, pos, store_vec<D>(x));
+  const auto yh = run<D>(k, sh, nt, nh, pos, store_vec<D>(P(x)));
+  const auto Pyi = store_vec<D>(P(load_vec<D>(yi.data(), nt * nh * d)));
+  for (std::size_t j = 0; j < yh.size(); ++j)
+    if (!same_bits(yh[j], Pyi[j]))
+      RC_FAIL("K_half(Px)[" + std::to_string(j) + "] = " + hex(to_d<D>(yh[j])) +
+              " != (P K_interleaved(x)) = " + hex(to_d<D>(Pyi[j])) + " | " + ctx(si, pos));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. ScoresDependOnlyOnOffset: <K(q,m),K(k,n)> and <K(q,m+D),K(k,n+D)> (exact MP dot products of
+// the kernel outputs) each within the score bound of the exact s^2 q^T R_{n-m} k.
+template <Dtype D>
+void scores_depend_only_on_offset(const Kernel& k) {
+  const Policy pol = k.policy(D);
+  const RopeSpec s = usable<D>(k, g::spec());
+  const std::int64_t L = std::int64_t{1} << 31;
+  const std::int64_t m = g::position(L), n = g::position(L), delta = g::position(L);
+  const auto qk = finite_input<D>(k.policy(D), s, 2);
+  const std::int64_t d = s.head_dim;
+  const std::vector<double> q(qk.begin(), qk.begin() + d), kv(qk.begin() + d, qk.end());
+  // Exact: rotated part s * <q_p, (s R_{n-m} k)_p>, pass-through part <q_j, k_j>.
+  const auto r = reference::apply_blocked(s, Mp(n - m), kv);
+  Mp exact_rot = 0, exact_pass = 0;
+  for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+    const auto [a, b] = s.pair(i);
+    exact_rot += ex(s.scale) * (ex(q[a]) * r[a] + ex(q[b]) * r[b]);
+  }
+  for (std::int64_t j = s.rotary_dim; j < d; ++j) exact_pass += ex(q[j]) * ex(kv[j]);
+  for (std::int64_t shift : {std::int64_t{0}, delta}) {
+    const std::vector<std::int64_t> pos = {m + shift, n + shift};
+    const auto y = load_vec<D>(run<D>(k, s, 2, 1, pos, store_vec<D>(qk)).data(), 2 * d);
+    Mp got_rot = 0, got_pass = 0;
+    double bound = 0;
+    for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+      const auto [a, b] = s.pair(i);
+      got_rot += ex(y[a]) * ex(y[d + a]) + ex(y[b]) * ex(y[d + b]);
+      const auto Bq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[0]));
+      const auto Bk = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[1]));
+      bound += bounds::score_pair_abs(Bq, s.scale * dbl(hyp(ex(q[a]), ex(q[b]))), Bk,
+                                      s.scale * dbl(hyp(ex(kv[a]), ex(kv[b]))));
+    }
+    // Pass-through dims carry no error budget; summed in the same order as exact_pass, so a
+    // kernel that copies them exactly contributes exactly 0 here.
+    for (std::int64_t j = s.rotary_dim; j < d; ++j) got_pass += ex(y[j]) * ex(y[d + j]);
+    const Mp err = abs((got_rot - exact_rot) + (got_pass - exact_pass));
+    if (!(err <= Mp(bound * (1 + bounds::kSlack))))
+      RC_FAIL("score at (m,n)=(" + std::to_string(pos[0]) + "," + std::to_string(pos[1]) +
+              ") off the exact q^T R_{n-m} k by " + hex(dbl(err)) + " > bound " + hex(bound) +
+              " | " + describe(s));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. MatchesReferenceWithinBound: per pair ||got_p - exact_p|| <= bound(policy, position,
+// s||x_p||); per element |got_j - exact_j| <= P + ulp(|exact_j| + P)/2 (P: pre-storage bound), i.e.
+// the output is one of the correctly rounded neighbours except within the documented slack;
+// pass-through dims exact.
+template <Dtype D>
+void matches_reference_within_bound(const Kernel& k) {
+  const Policy pol = k.policy(D);
+  const RopeSpec s = usable<D>(k, g::spec());
+  const std::int64_t nt = g::pick(1, 3), nh = g::pick(1, 2), d = s.head_dim;
+  std::vector<std::int64_t> pos;
+  for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
+  const auto x = finite_input<D>(k.policy(D), s, nt * nh);
+  const auto y = load_vec<D>(run<D>(k, s, nt, nh, pos, store_vec<D>(x)).data(), nt * nh * d);
+  for (std::int64_t t = 0; t < nt; ++t)
+    for (std::int64_t h = 0; h < nh; ++h) {
+      const std::int64_t off = (t * nh + h) * d;
+      const std::vector<double> xv(x.begin() + off, x.begin() + off + d);
+      const auto exact = reference::apply_blocked(s, Mp(pos[t]), xv);
+      for (std::int64_t j = s.rotary_dim; j < d; ++j)
+        if (y[off + j] != xv[j])
+          RC_FAIL("pass-through dim " + std::to_string(j) + " changed | " + ctx(s, pos));
+      for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+        const auto [a, b] = s.pair(i);
+        const double sn = dbl(ex(s.scale) * hyp(ex(xv[a]), ex(xv[b])));
+        const auto B = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[t]));
+        const Mp err = hyp(ex(y[off + a]) - exact[a], ex(y[off + b]) - exact[b]);
+        const double bound = B.abs(sn);
+        auto where = [&] {
+          return "token " + std::to_string(t) + " head " + std::to_string(h) + " pair " +
+                 std::to_string(i) + " x=(" + hex(xv[a]) + "," + hex(xv[b]) + ") got=(" +
+                 hex(y[off + a]) + "," + hex(y[off + b]) + ") exact=(" + hex(dbl(exact[a])) + "," +
+                 hex(dbl(exact[b])) + ") | " + ctx(s, pos) + " | " + B.describe();
+        };
+        if (!(err <= Mp(bound)))
+          RC_FAIL("pair error " + hex(dbl(err)) + " > bound " + hex(bound) + " (" +
+                  std::to_string(sn > 0 ? dbl(err) / (sn * B.u) : INFINITY) + " u vs " +
+                  std::to_string(B.total_u(sn)) + " u): " + where());
+        const double P = B.pre_storage_abs(sn);
+        for (auto j : {a, b}) {
+          const double ax = std::fabs(dbl(exact[j]));
+          const double top = std::nextafter(ax + P, INFINITY);
+          const double slack = P + reference::ulp(top, D) / 2;
+          if (!(abs(ex(y[off + j]) - exact[j]) <= Mp(slack)))
+            RC_FAIL("element " + std::to_string(j) + " not faithfully rounded: |got-exact| = " +
+                    hex(dbl(abs(ex(y[off + j]) - exact[j]))) + " > P + ulp/2 = " + hex(slack) +
+                    ": " + where());
+        }
+      }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. PassThroughIsExact: dims >= rotary_dim hold arbitrary bit patterns (incl. inf, NaN, -0,
+// subnormals) and come out bit for bit (NaN stays NaN); rotated dims finite.
+template <Dtype D>
+void pass_through_is_exact(const Kernel& k) {
+  g::SpecOptions o;
+  o.force_partial = true;
+  const RopeSpec s = usable<D>(k, g::spec(o));
+  const std::int64_t nt = g::pick(1, 3), nh = g::pick(1, 2), d = s.head_dim;
+  std::vector<std::int64_t> pos;
+  for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
+  auto x = finite_input<D>(k.policy(D), s, nt * nh);
+  for (std::int64_t v = 0; v < nt * nh; ++v)
+    for (std::int64_t j = s.rotary_dim; j < d; ++j) x[v * d + j] = g::any_bits(D);
+  const auto in = store_vec<D>(x);
+  const auto out = run<D>(k, s, nt, nh, pos, in);
+  for (std::int64_t v = 0; v < nt * nh; ++v)
+    for (std::int64_t j = s.rotary_dim; j < d; ++j) {
+      const auto xi = in[v * d + j], yo = out[v * d + j];
+      const bool ok = same_bits(xi, yo) || (std::isnan(to_d<D>(xi)) && std::isnan(to_d<D>(yo)));
+      if (!ok)
+        RC_FAIL("pass-through vector " + std::to_string(v) + " dim " + std::to_string(j) + ": " +
+                hex(to_d<D>(xi)) + " -> " + hex(to_d<D>(yo)) + " | " + ctx(s, pos));
+    }
+}
+
+// Strided layout with guard regions around the tensor (llama.cpp test-backend-ops idea): the
+// kernel must touch only its output elements.
+struct Strided {
+  std::int64_t nt, nh, d, hs, ts, guard = 16;
+  std::int64_t size() const { return 2 * guard + nt * ts; }
+  std::int64_t idx(std::int64_t t, std::int64_t h, std::int64_t j) const {
+    return guard + t * ts + h * hs + j;
+  }
+  bool is_elem(std::int64_t p) const {
+    p -= guard;
+    if (p < 0 || p >= nt * ts) return false;
+    const std::int64_t r = p % ts;
+    return r < nh * hs && r % hs < d;
+  }
+};
+
+inline Strided gen_strided(const RopeSpec& s) {
+  Strided st;
+  st.nt = g::pick(1, 3);
+  st.nh = g::pick(1, 3);
+  st.d = s.head_dim;
+  st.hs = s.head_dim + g::pick(0, 3);
+  st.ts = st.nh * st.hs + g::pick(0, 5);
+  return st;
+}
+
+template <Dtype D>
+TensorArgs strided_args(const Strided& st, const std::vector<std::int64_t>& pos, const T<D>* in,
+                        T<D>* out) {
+  TensorArgs a;
+  a.dtype = D;
+  a.n_tokens = st.nt;
+  a.n_heads = st.nh;
+  a.positions = pos.data();
+  a.in = in + st.guard;
+  a.out = out + st.guard;
+  a.token_stride = st.ts;
+  a.head_stride = st.hs;
+  return a;
+}
+
+template <Dtype D>
+void apply_checked(const Kernel& k, const RopeSpec& s, const TensorArgs& a) {
+  const KernelStatus r = k.apply(s, a);
+  if (r == KernelStatus::unsupported) RC_DISCARD("unsupported");
+  if (r != KernelStatus::ok) RC_FAIL("kernel returned error for " + describe(s));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8a. InputUntouched: out-of-place leaves the input buffer bit for bit unchanged, and writes
+// nothing outside its output elements (gaps between heads/tokens and guard regions).
+template <Dtype D>
+void input_untouched(const Kernel& k) {
+  const RopeSpec s = usable<D>(k, g::spec());
+  const Strided st = gen_strided(s);
+  std::vector<std::int64_t> pos;
+  for (std::int64_t t = 0; t < st.nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
+  const auto in0 =
+      store_vec<D>(finite_input<D>(k.policy(D), s, (st.size() + s.head_dim - 1) / s.head_dim));
+  std::vector<T<D>> in(in0.begin(), in0.begin() + st.size());
+  const std::vector<T<D>> copy = in;
+  const T<D> sentinel = to_st<D>(round_to_dtype(-1234.5678, D));
+  std::vector<T<D>> out(static_cast<std::size_t>(st.size()), sentinel);
+  apply_checked<D>(k, s, strided_args<D>(st, pos, in.data(), out.data()));
+  for (std::int64_t p = 0; p < st.size(); ++p) {
+    if (!same_bits(in[p], copy[p]))
+      RC_FAIL("input element " + std::to_string(p - st.guard) + " modified | " + ctx(s, pos));
+    if (!st.is_elem(p) && !same_bits(out[p], sentinel))
+      RC_FAIL("write outside the output tensor at offset " + std::to_string(p - st.guard) + " | " +
+              ctx(s, pos));
+  }
+}
+
+// 8b. InPlaceEqualsOutOfPlace: out == in gives the out-of-place result bit for bit, and leaves the
+// buffer's gaps alone.
+template <Dtype D>
+void in_place_equals_out_of_place(const Kernel& k) {
+  const RopeSpec s = usable<D>(k, g::spec());
+  const Strided st = gen_strided(s);
+  std::vector<std::int64_t> pos;
+  for (std::int64_t t = 0; t < st.nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
+  const auto in0 =
+      store_vec<D>(finite_input<D>(k.policy(D), s, (st.size() + s.head_dim - 1) / s.head_dim));
+  const std::vector<T<D>> in(in0.begin(), in0.begin() + st.size());
+  std::vector<T<D>> out(in.size(), to_st<D>(0.0));
+  apply_checked<D>(k, s, strided_args<D>(st, pos, in.data(), out.data()));
+  std::vector<T<D>> buf = in;
+  apply_checked<D>(k, s, strided_args<D>(st, pos, buf.data(), buf.data()));
+  for (std::int64_t p = 0; p < st.size(); ++p) {
+    if (st.is_elem(p) && !same_bits(buf[p], out[p]))
+      RC_FAIL("in-place " + hex(to_d<D>(buf[p])) + " != out-of-place " + hex(to_d<D>(out[p])) +
+              " at offset " + std::to_string(p - st.guard) + " | " + ctx(s, pos));
+    if (!st.is_elem(p) && !same_bits(buf[p], in[p]))
+      RC_FAIL("in-place call wrote outside the tensor at offset " + std::to_string(p - st.guard) +
+              " | " + ctx(s, pos));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9. TokensAreIndependent: each (token, head) result equals the single-token single-head call bit
+// for bit, and permuting the tokens permutes the results.
+template <Dtype D>
+void tokens_are_independent(const Kernel& k) {
+  const RopeSpec s = usable<D>(k, g::spec());
+  const std::int64_t nt = g::pick(2, 5), nh = g::pick(1, 3), d = s.head_dim;
+  std::vector<std::int64_t> pos;
+  for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
+  const auto in = store_vec<D>(finite_input<D>(k.policy(D), s, nt * nh));
+  const auto out = run<D>(k, s, nt, nh, pos, in);
+  for (std::int64_t t = 0; t < nt; ++t)
+    for (std::int64_t h = 0; h < nh; ++h) {
+      const std::int64_t off = (t * nh + h) * d;
+      const std::vector<T<D>> one(in.begin() + off, in.begin() + off + d);
+      const auto single = run<D>(k, s, 1, 1, {pos[t]}, one);
+      for (std::int64_t j = 0; j < d; ++j)
+        if (!same_bits(single[j], out[off + j]))
+          RC_FAIL("token " + std::to_string(t) + " head " + std::to_string(h) + " dim " +
+                  std::to_string(j) + ": batched " + hex(to_d<D>(out[off + j])) + " != alone " +
+                  hex(to_d<D>(single[j])) + " | " + ctx(s, pos));
+    }
+  std::vector<std::int64_t> perm(static_cast<std::size_t>(nt));
+  std::iota(perm.begin(), perm.end(), 0);
+  for (std::int64_t i = nt - 1; i > 0; --i) std::swap(perm[i], perm[g::pick<std::int64_t>(0, i)]);
+  std::vector<T<D>> pin;
+  std::vector<std::int64_t> ppos;
+  for (auto t : perm) {
+    pin.insert(pin.end(), in.begin() + t * nh * d, in.begin() + (t + 1) * nh * d);
+    ppos.push_back(pos[t]);
+  }
+  const auto pout = run<D>(k, s, nt, nh, ppos, pin);
+  for (std::int64_t r = 0; r < nt; ++r)
+    for (std::int64_t e = 0; e < nh * d; ++e)
+      if (!same_bits(pout[r * nh * d + e], out[perm[r] * nh * d + e]))
+        RC_FAIL("permuting tokens changed token " + std::to_string(perm[r]) + " | " + ctx(s, pos));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. InverseUndoes: ||K(K(x,m),-m)_p - s^2 x_p|| <= composition bound; pass-through exact.
+template <Dtype D>
+void inverse_undoes(const Kernel& k) {
+  const Policy pol = k.policy(D);
+  const RopeSpec s = usable<D>(k, g::spec());
+  const std::int64_t m = g::position(composition_limit(pol));
+  const auto x = finite_input<D>(k.policy(D), s, 1);
+  const auto z = run<D>(k, s, 1, 1, {m}, store_vec<D>(x));
+  const auto w = load_vec<D>(run<D>(k, s, 1, 1, {-m}, z).data(), s.head_dim);
+  const auto zd = load_vec<D>(z.data(), s.head_dim);
+  for (std::int64_t j = s.rotary_dim; j < s.head_dim; ++j)
+    if (w[j] != x[j]) RC_FAIL("pass-through dim " + std::to_string(j) + " changed");
+  const Mp s2 = ex(s.scale) * ex(s.scale);
+  for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+    const auto [a, b] = s.pair(i);
+    const double xn = dbl(ex(s.scale) * hyp(ex(x[a]), ex(x[b])));
+    const double zn = dbl(ex(s.scale) * hyp(ex(zd[a]), ex(zd[b])));
+    const auto Bm = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(m));
+    const auto Bn = bounds::pair_error_bound(pol, s, D, i, -static_cast<double>(m));
+    const double bound = bounds::composition_abs(Bm, xn, Bn, zn, s.scale);
+    const Mp err = hyp(ex(w[a]) - s2 * ex(x[a]), ex(w[b]) - s2 * ex(x[b]));
+    if (!(err <= Mp(bound)))
+      RC_FAIL("pair " + std::to_string(i) + " |K(K(x,m),-m) - s^2 x| = " + hex(dbl(err)) +
+              " > bound " + hex(bound) + " | " + ctx(s, {m}));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+template <Dtype D>
+std::function<void()> body(Property p, const Kernel& k) {
+  switch (p) {
+    case Property::PreservesNorm:
+      return [&k] { preserves_norm<D>(k); };
+    case Property::ZeroPositionIsIdentity:
+      return [&k] { zero_position_is_identity<D>(k); };
+    case Property::ComposesAdditively:
+      return [&k] { composes_additively<D>(k); };
+    case Property::LayoutsArePermutations:
+      return [&k] { layouts_are_permutations<D>(k); };
+    case Property::ScoresDependOnlyOnOffset:
+      return [&k] { scores_depend_only_on_offset<D>(k); };
+    case Property::MatchesReferenceWithinBound:
+      return [&k] { matches_reference_within_bound<D>(k); };
+    case Property::PassThroughIsExact:
+      return [&k] { pass_through_is_exact<D>(k); };
+    case Property::InputUntouched:
+      return [&k] { input_untouched<D>(k); };
+    case Property::InPlaceEqualsOutOfPlace:
+      return [&k] { in_place_equals_out_of_place<D>(k); };
+    case Property::TokensAreIndependent:
+      return [&k] { tokens_are_independent<D>(k); };
+    case Property::InverseUndoes:
+      return [&k] { inverse_undoes<D>(k); };
+  }
+  return {};
+}
+
+// Why a property does not apply to a kernel at all (skip, not fail), or nullopt.
+template <Dtype D>
+std::optional<std::string> not_applicable(Property p, const Kernel& k) {
+  RopeSpec si;
+  si.head_dim = 8;
+  si = si.normalized();
+  RopeSpec sh = si;
+  sh.layout = Layout::half;
+  if (!k.supports(si, D) && !k.supports(sh, D))
+    return std::string("kernel does not support dtype ") + name(D);
+  if (p == Property::LayoutsArePermutations && !(k.supports(si, D) && k.supports(sh, D)))
+    return std::string("kernel supports only one layout");
+  if (p == Property::PassThroughIsExact) {
+    RopeSpec pi;
+    pi.head_dim = 7;
+    pi.rotary_dim = 4;
+    RopeSpec ph = pi;
+    ph.layout = Layout::half;
+    if (!k.supports(pi, D) && !k.supports(ph, D))
+      return std::string("kernel does not support partial rotary");
+  }
+  return std::nullopt;
+}
+
+Verdict run_check(const std::function<void()>& f, const std::string& id, const Options& o);
+
+template <Dtype D>
+Verdict check_dtype(Property p, const Kernel& k, const Options& o) {
+  reference::set_precision_bits(reference::default_bits(D));
+  if (auto why = not_applicable<D>(p, k)) return {Status::skipped, 0, *why};
+  const std::string id = o.id.empty() ? test_id("Properties", k.name(), D, p) : o.id;
+  return run_check(body<D>(p, k), id, o);
+}
+
+}  // namespace ropecheck::properties::detail

@@ -1,0 +1,217 @@
+#include "mutants.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace ropecheck::zoo {
+
+namespace {
+
+using properties::Property;
+
+struct Knobs {
+  bool flip_sin = false;
+  std::int64_t position_offset = 0;
+  bool table_bf16 = false;
+  bool inv_freq_bf16 = false;
+  int position_rounding = 0;     // 0 exact, 1 f16, 2 bf16
+  int exponent_denominator = 0;  // 0 rotary_dim, 1 head_dim, 2 rotary_dim - 2
+  bool half_pairing_always = false;
+  int pass_through = 0;  // 0 copied, 1 zeroed, 2 rotated
+  bool skip_last_pair = false;
+  bool scale_twice = false;
+  bool in_place_alias = false;
+  bool fast_trig = false;
+  bool input_scratch = false;
+  bool first_position_only = false;
+};
+
+// sin/cos by truncated Taylor series without range reduction: accurate to ~1e-12 for |x| < 0.1,
+// useless beyond a few radians (the "fast sin that is fine for small angles" bug).
+double fast_sin(double x) {
+  const double x2 = x * x;
+  return x * (1 - x2 / 6 * (1 - x2 / 20 * (1 - x2 / 42 * (1 - x2 / 72))));
+}
+double fast_cos(double x) {
+  const double x2 = x * x;
+  return 1 - x2 / 2 * (1 - x2 / 12 * (1 - x2 / 30 * (1 - x2 / 56)));
+}
+
+class ZooKernel final : public Kernel {
+ public:
+  ZooKernel(std::string name, Knobs k) : name_(std::move(name)), k_(k) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return "bug-zoo kernel " + name_; }
+  Policy policy(Dtype) const override {
+    return {Dtype::f64, Dtype::f64, Dtype::f64, AngleRecipe::pow_product, false, "bug zoo"};
+  }
+  bool supports(const RopeSpec&, Dtype) const override { return true; }
+
+  KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
+    const Dtype d = a.dtype;
+    const std::int64_t rd = s.rotary_dim, hd = s.head_dim;
+    const std::int64_t esize = traits(d).bytes;
+    for (std::int64_t t = 0; t < a.n_tokens; ++t) {
+      double m = static_cast<double>(a.positions[k_.first_position_only ? 0 : t]) +
+                 static_cast<double>(k_.position_offset);
+      if (k_.position_rounding == 1) m = round_to_dtype(m, Dtype::f16);
+      if (k_.position_rounding == 2) m = round_to_dtype(m, Dtype::bf16);
+      for (std::int64_t h = 0; h < a.n_heads; ++h) {
+        const std::int64_t off = t * a.token_stride + h * a.head_stride;
+        const void* in = static_cast<const char*>(a.in) + off * esize;
+        void* out = static_cast<char*>(a.out) + off * esize;
+        std::int64_t n_pairs = rd / 2;
+        if (k_.pass_through == 2) n_pairs = hd / 2;  // rotates pass-through dims as more pairs
+        std::vector<double> results(static_cast<std::size_t>(hd));
+        for (std::int64_t i = 0; i < n_pairs; ++i) {
+          auto [ia, ib] = s.pair(i);
+          if (k_.half_pairing_always) ia = i, ib = i + rd / 2;
+          if (i >= rd / 2) ia = 2 * i, ib = 2 * i + 1;  // only for pass_through == 2
+          const double xa = load(d, in, ia), xb0 = load(d, in, ib);
+          if (k_.skip_last_pair && i == rd / 2 - 1) {
+            store(d, out, ia, xa);
+            store(d, out, ib, xb0);
+            continue;
+          }
+          double denom = static_cast<double>(rd);
+          if (k_.exponent_denominator == 1) denom = static_cast<double>(hd);
+          if (k_.exponent_denominator == 2 && rd > 2) denom = static_cast<double>(rd - 2);
+          double theta = std::pow(s.base, -2.0 * static_cast<double>(i) / denom);
+          if (k_.inv_freq_bf16) theta = round_to_dtype(theta, Dtype::bf16);
+          const double ang = m * theta;
+          double c = k_.fast_trig ? fast_cos(ang) : std::cos(ang);
+          double sn = k_.fast_trig ? fast_sin(ang) : std::sin(ang);
+          if (k_.table_bf16)
+            c = round_to_dtype(c, Dtype::bf16), sn = round_to_dtype(sn, Dtype::bf16);
+          if (k_.flip_sin) sn = -sn;
+          const double sc = k_.scale_twice ? s.scale * s.scale : s.scale;
+          const double ya = sc * (xa * c - xb0 * sn);
+          store(d, out, ia, round_to_dtype(ya, d));
+          // The aliasing bug: re-reads x_a after out_a was written (same address when in-place).
+          const double xa2 = k_.in_place_alias ? load(d, in, ia) : xa;
+          const double yb = sc * (xa2 * sn + xb0 * c);
+          store(d, out, ib, round_to_dtype(yb, d));
+          results[ia] = round_to_dtype(ya, d);
+          results[ib] = round_to_dtype(yb, d);
+        }
+        const std::int64_t first_pass = k_.pass_through == 2 ? 2 * n_pairs : rd;
+        for (std::int64_t j = first_pass; j < hd; ++j) {
+          if (k_.pass_through == 1)
+            store(d, out, j, 0.0);
+          else if (in != out)
+            std::memcpy(static_cast<char*>(out) + j * esize,
+                        static_cast<const char*>(in) + j * esize, static_cast<std::size_t>(esize));
+        }
+        if (k_.input_scratch && a.in != a.out) {
+          // Uses the input as scratch: leaves rotated values behind in the caller's input.
+          for (std::int64_t i = 0; i < rd; ++i) store(d, const_cast<void*>(in), i, results[i]);
+        }
+      }
+    }
+    return KernelStatus::ok;
+  }
+
+ private:
+  std::string name_;
+  Knobs k_;
+};
+
+Mutant make(std::string name, std::string why, std::vector<Property> expected, Knobs k) {
+  auto kern = std::make_shared<ZooKernel>(name, k);
+  return {std::move(name), std::move(why), std::move(expected), std::move(kern)};
+}
+
+}  // namespace
+
+const Kernel& baseline() {
+  static const ZooKernel k("zoo_baseline", Knobs{});
+  return k;
+}
+
+const std::vector<Mutant>& mutants() {
+  static const std::vector<Mutant> v = [] {
+    std::vector<Mutant> z;
+    Knobs k;
+    k = {};
+    k.flip_sin = true;
+    z.push_back(make(
+        "sin_sign_flipped", "rotation direction reversed (transposed R, conjugated complex factor)",
+        {Property::MatchesReferenceWithinBound, Property::ScoresDependOnlyOnOffset}, k));
+    k = {};
+    k.position_offset = 1;
+    z.push_back(make("position_off_by_one", "positions counted from 1 / cache length added twice",
+                     {Property::ZeroPositionIsIdentity, Property::MatchesReferenceWithinBound}, k));
+    k = {};
+    k.table_bf16 = true;
+    z.push_back(make("table_bf16", "cos/sin cache kept in the model dtype (bf16)",
+                     {Property::PreservesNorm, Property::MatchesReferenceWithinBound}, k));
+    k = {};
+    k.inv_freq_bf16 = true;
+    z.push_back(make("inv_freq_bf16", "inv_freq buffer cast to bf16 with the model (.to(dtype))",
+                     {Property::MatchesReferenceWithinBound}, k));
+    k = {};
+    k.position_rounding = 1;
+    z.push_back(make("positions_f16",
+                     "position ids cast to f16 before the angle (exact only to 2048)",
+                     {Property::MatchesReferenceWithinBound}, k));
+    k = {};
+    k.position_rounding = 2;
+    z.push_back(make("positions_bf16",
+                     "position ids cast to bf16 before the angle (exact only to 256)",
+                     {Property::MatchesReferenceWithinBound}, k));
+    k = {};
+    k.exponent_denominator = 1;
+    z.push_back(make("exponent_over_head_dim", "theta_i = base^(-2i/head_dim) with partial rotary",
+                     {Property::MatchesReferenceWithinBound}, k));
+    k = {};
+    k.exponent_denominator = 2;
+    z.push_back(make("exponent_over_rotary_dim_minus_2",
+                     "arange(0, dim, 2)/(dim-2) (linspace-style) ladder",
+                     {Property::MatchesReferenceWithinBound}, k));
+    k = {};
+    k.half_pairing_always = true;
+    z.push_back(make("half_pairing_in_interleaved",
+                     "NeoX rotate_half applied to a GPT-J (interleaved) checkpoint",
+                     {Property::LayoutsArePermutations, Property::MatchesReferenceWithinBound}, k));
+    k = {};
+    k.pass_through = 1;
+    z.push_back(make("pass_through_zeroed",
+                     "partial rotary: output allocated with zeros, tail never copied",
+                     {Property::PassThroughIsExact}, k));
+    k = {};
+    k.pass_through = 2;
+    z.push_back(make("pass_through_rotated", "partial rotary ignored: all head dims rotated",
+                     {Property::PassThroughIsExact}, k));
+    k = {};
+    k.skip_last_pair = true;
+    z.push_back(make("last_pair_skipped", "loop bound i < n_pairs - 1 (off by one at the end)",
+                     {Property::MatchesReferenceWithinBound}, k));
+    k = {};
+    k.scale_twice = true;
+    z.push_back(make("scale_applied_twice",
+                     "YaRN mscale applied to the table and again to the output",
+                     {Property::PreservesNorm}, k));
+    k = {};
+    k.in_place_alias = true;
+    z.push_back(make("in_place_aliasing", "in-place kernel reads x_a after overwriting it",
+                     {Property::InPlaceEqualsOutOfPlace}, k));
+    k = {};
+    k.fast_trig = true;
+    z.push_back(make("fast_small_angle_trig", "polynomial sin/cos without range reduction",
+                     {Property::PreservesNorm, Property::MatchesReferenceWithinBound}, k));
+    k = {};
+    k.input_scratch = true;
+    z.push_back(make("input_used_as_scratch",
+                     "out-of-place kernel rotating its input buffer in place",
+                     {Property::InputUntouched}, k));
+    k = {};
+    k.first_position_only = true;
+    z.push_back(make("first_position_broadcast",
+                     "position_ids[0] broadcast over the batch (decode-step bug)",
+                     {Property::TokensAreIndependent}, k));
+    return z;
+  }();
+  return v;
+}
+
+}  // namespace ropecheck::zoo

@@ -1,0 +1,27 @@
+// The bug zoo: deliberately broken kernels modelled on real public RoPE bugs. Each declares the
+// same precision policy as the correct baseline (f64 angle, table and arithmetic), i.e. each claims
+// to be correct, and each must be caught by the property named in `expected`.
+#pragma once
+
+#include "ropecheck/kernel.hpp"
+#include "ropecheck/properties.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ropecheck::zoo {
+
+struct Mutant {
+  std::string name;
+  std::string modelled_on;                     // the real-world bug this imitates
+  std::vector<properties::Property> expected;  // must each FAIL on this mutant
+  std::shared_ptr<const Kernel> kernel;
+};
+
+// The zoo's unmutated kernel: a plain f64 loop that honours strides, layouts, partial rotary and
+// in-place calls. It must pass every property (control: failures of mutants are the mutation's).
+const Kernel& baseline();
+const std::vector<Mutant>& mutants();
+
+}  // namespace ropecheck::zoo
