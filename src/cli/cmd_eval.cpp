@@ -30,14 +30,14 @@ struct EvalOptions {
 
 // JSON has no inf/nan: they are written as the strings "inf", "-inf", "nan". Finite values are
 // written by nlohmann-json with the shortest round-trip representation of the double.
-nlohmann::json number(double v) {
+nlohmann::ordered_json number(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return v;
 }
 
-nlohmann::json number_row(const std::vector<double>& row) {
-  auto j = nlohmann::json::array();
+nlohmann::ordered_json number_row(const std::vector<double>& row) {
+  auto j = nlohmann::ordered_json::array();
   for (double v : row) j.push_back(number(v));
   return j;
 }
@@ -65,7 +65,7 @@ void run_eval(const EvalOptions& o) {
   std::vector<ref::Mp> pos_mp;
   std::vector<std::int64_t> pos_int;
   bool all_int = true;
-  nlohmann::json pos_json = nlohmann::json::array();
+  nlohmann::ordered_json pos_json = nlohmann::ordered_json::array();
   for (const auto& f : split(o.positions, ',', "--position")) {
     long long i = 0;
     if (parse_int64(f, i)) {
@@ -112,27 +112,30 @@ void run_eval(const EvalOptions& o) {
   const Kernel* kernel = nullptr;
   if (!o.kernel.empty()) {
     kernel = find_builtin_kernel(o.kernel);
-    if (!kernel) throw UsageError("--kernel: no built-in kernel named '" + o.kernel + "' (see 'ropecheck list')");
-    if (!all_int) throw UsageError("--kernel needs integer positions (kernels take int64 positions)");
+    if (!kernel)
+      throw UsageError("--kernel: no built-in kernel named '" + o.kernel +
+                       "' (see 'ropecheck list')");
+    if (!all_int)
+      throw UsageError("--kernel needs integer positions (kernels take int64 positions)");
     if (!kernel->supports(spec, *dtype))
       throw UsageError("kernel '" + o.kernel + "' does not support this spec/dtype");
   }
 
-  nlohmann::json out;
+  nlohmann::ordered_json out;
   out["spec"] = {{"head_dim", spec.head_dim}, {"rotary_dim", spec.rotary_dim},
                  {"base", spec.base},         {"layout", name(spec.layout)},
                  {"scale", spec.scale},       {"scaling", name(spec.scaling.kind)}};
   out["dtype"] = name(*dtype);
   out["reference_bits"] = ref::precision_bits();
   out["positions"] = pos_json;
-  out["input"] = nlohmann::json::array();
-  out["reference"] = nlohmann::json::array();
-  out["reference_rounded"] = nlohmann::json::array();
+  out["input"] = nlohmann::ordered_json::array();
+  out["reference"] = nlohmann::ordered_json::array();
+  out["reference_rounded"] = nlohmann::ordered_json::array();
   std::vector<ref::MpVector> exact;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     exact.push_back(ref::apply_dense(spec, pos_mp[r], rows[r]));
     out["input"].push_back(number_row(rows[r]));
-    auto dec = nlohmann::json::array();
+    auto dec = nlohmann::ordered_json::array();
     for (const auto& v : exact.back()) dec.push_back(ref::to_decimal(v, o.digits));
     out["reference"].push_back(dec);
     out["reference_rounded"].push_back(number_row(ref::round_to(exact.back(), *dtype)));
@@ -149,8 +152,9 @@ void run_eval(const EvalOptions& o) {
     if (apply_contiguous(*kernel, spec, *dtype, n, 1, pos_int.data(), in.data(), res.data()) !=
         KernelStatus::ok)
       throw std::runtime_error("kernel '" + o.kernel + "' failed");
-    nlohmann::json kj{{"name", kernel->name()}, {"policy", policy_json(kernel->policy(*dtype))}};
-    kj["output"] = nlohmann::json::array();
+    nlohmann::ordered_json kj{{"name", kernel->name()},
+                              {"policy", policy_json(kernel->policy(*dtype))}};
+    kj["output"] = nlohmann::ordered_json::array();
     double max_ulp = 0, max_pair = 0;
     for (std::int64_t t = 0; t < n; ++t) {
       std::vector<double> got(static_cast<std::size_t>(spec.head_dim));
@@ -173,7 +177,8 @@ void run_eval(const EvalOptions& o) {
 void add_eval(CLI::App& app) {
   auto opts = std::make_shared<EvalOptions>();
   auto* cmd = app.add_subcommand(
-      "eval", "Exact reference (and optionally a kernel) for one spec, positions and inputs; prints JSON");
+      "eval",
+      "Exact reference (and optionally a kernel) for one spec, positions and inputs; prints JSON");
   cmd->add_option("--head-dim", opts->head_dim, "head dimension (>= 1)")->required();
   cmd->add_option("--rotary-dim", opts->rotary_dim,
                   "rotated dims (even, <= head_dim; default head_dim rounded down to even)");
@@ -188,7 +193,8 @@ void add_eval(CLI::App& app) {
                   "values v1,v2,...[;v1,v2,...]: one row per position, or one row for all")
       ->required();
   cmd->add_option("--kernel", opts->kernel, "built-in kernel to evaluate (see 'ropecheck list')");
-  cmd->add_option("--digits", opts->digits, "significant digits of the exact reference (default 40)");
+  cmd->add_option("--digits", opts->digits,
+                  "significant digits of the exact reference (default 40)");
   cmd->add_option("--ref-bits", opts->ref_bits,
                   "reference precision in bits (default max(2p+30, 160))");
   cmd->callback([opts] { run_eval(*opts); });

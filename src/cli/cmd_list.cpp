@@ -1,4 +1,5 @@
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
@@ -9,22 +10,29 @@ namespace ropecheck::cli {
 namespace {
 const char* recipe_name(AngleRecipe r) {
   switch (r) {
-    case AngleRecipe::pow_product: return "pow_product";
-    case AngleRecipe::hf_f32: return "hf_f32";
+    case AngleRecipe::pow_product:
+      return "pow_product";
+    case AngleRecipe::hf_f32:
+      return "hf_f32";
   }
   return "?";
 }
 }  // namespace
 
-nlohmann::json policy_json(const Policy& p) {
-  return {{"angle", name(p.angle)},          {"table", name(p.table)},
-          {"arithmetic", name(p.arithmetic)}, {"recipe", recipe_name(p.recipe)},
-          {"fused", p.fused},                 {"notes", p.notes}};
+nlohmann::ordered_json policy_json(const Policy& p) {
+  return {{"angle", name(p.angle)},
+          {"table", name(p.table)},
+          {"arithmetic", name(p.arithmetic)},
+          {"recipe", recipe_name(p.recipe)},
+          {"fused", p.fused},
+          {"notes", p.notes}};
 }
 
 void add_list(CLI::App& app) {
-  auto* cmd = app.add_subcommand("list", "List built-in kernels (with precision policies), dtypes, layouts");
-  auto* as_json = cmd->add_flag("--json", "print JSON instead of text");
+  auto* cmd = app.add_subcommand(
+      "list", "List built-in kernels (with precision policies), dtypes, layouts");
+  auto as_json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *as_json, "print JSON instead of text");
   cmd->callback([as_json] {
     nlohmann::json j;
     j["dtypes"] = nlohmann::json::array();
@@ -66,8 +74,8 @@ void add_list(CLI::App& app) {
     std::cout << "dtypes:\n";
     for (const auto& d : j["dtypes"])
       std::cout << "  " << d["name"].get<std::string>() << ": p=" << d["digits"]
-                << " emin=" << d["emin"] << " emax=" << d["emax"]
-                << " u=2^-" << d["digits"] << "\n";
+                << " emin=" << d["emin"] << " emax=" << d["emax"] << " u=2^-" << d["digits"]
+                << "\n";
     std::cout << "layouts:\n  interleaved: pairs (2i, 2i+1)\n  half: pairs (i, i + rotary_dim/2)\n";
   });
 }

@@ -22,15 +22,19 @@ double round_to_dtype(double x, Dtype d) {
   const double q = std::ldexp(1.0, e - (t.digits - 1));
   const double r = std::nearbyint(x / q) * q;
   // Rounding up past the largest finite value overflows to inf (RNE: |x| >= max + ulp/2).
-  if (std::fabs(r) > max_finite(d)) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  if (std::fabs(r) > max_finite(d))
+    return std::copysign(std::numeric_limits<double>::infinity(), x);
   return r;
 }
 
 std::uint64_t bits_of(double v, Dtype d) {
   switch (d) {
-    case Dtype::f64: return std::bit_cast<std::uint64_t>(v);
-    case Dtype::f32: return std::bit_cast<std::uint32_t>(static_cast<float>(v));
-    case Dtype::f16: return Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(static_cast<float>(v)));
+    case Dtype::f64:
+      return std::bit_cast<std::uint64_t>(v);
+    case Dtype::f32:
+      return std::bit_cast<std::uint32_t>(static_cast<float>(v));
+    case Dtype::f16:
+      return Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(static_cast<float>(v)));
     case Dtype::bf16:
       return Eigen::numext::bit_cast<std::uint16_t>(Eigen::bfloat16(static_cast<float>(v)));
   }
@@ -39,10 +43,13 @@ std::uint64_t bits_of(double v, Dtype d) {
 
 double from_bits(std::uint64_t b, Dtype d) {
   switch (d) {
-    case Dtype::f64: return std::bit_cast<double>(b);
-    case Dtype::f32: return std::bit_cast<float>(static_cast<std::uint32_t>(b));
+    case Dtype::f64:
+      return std::bit_cast<double>(b);
+    case Dtype::f32:
+      return std::bit_cast<float>(static_cast<std::uint32_t>(b));
     case Dtype::f16:
-      return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(static_cast<std::uint16_t>(b)));
+      return static_cast<float>(
+          Eigen::numext::bit_cast<Eigen::half>(static_cast<std::uint16_t>(b)));
     case Dtype::bf16:
       return static_cast<float>(
           Eigen::numext::bit_cast<Eigen::bfloat16>(static_cast<std::uint16_t>(b)));
@@ -52,10 +59,14 @@ double from_bits(std::uint64_t b, Dtype d) {
 
 double load(Dtype d, const void* base, std::int64_t i) {
   switch (d) {
-    case Dtype::f64: return static_cast<const double*>(base)[i];
-    case Dtype::f32: return static_cast<const float*>(base)[i];
-    case Dtype::f16: return static_cast<float>(static_cast<const Eigen::half*>(base)[i]);
-    case Dtype::bf16: return static_cast<float>(static_cast<const Eigen::bfloat16*>(base)[i]);
+    case Dtype::f64:
+      return static_cast<const double*>(base)[i];
+    case Dtype::f32:
+      return static_cast<const float*>(base)[i];
+    case Dtype::f16:
+      return static_cast<float>(static_cast<const Eigen::half*>(base)[i]);
+    case Dtype::bf16:
+      return static_cast<float>(static_cast<const Eigen::bfloat16*>(base)[i]);
   }
   return 0;
 }
@@ -63,9 +74,15 @@ double load(Dtype d, const void* base, std::int64_t i) {
 void store(Dtype d, void* base, std::int64_t i, double v) {
   // v is representable in d, so double -> float -> half/bf16 is exact here (no double rounding).
   switch (d) {
-    case Dtype::f64: static_cast<double*>(base)[i] = v; return;
-    case Dtype::f32: static_cast<float*>(base)[i] = static_cast<float>(v); return;
-    case Dtype::f16: static_cast<Eigen::half*>(base)[i] = Eigen::half(static_cast<float>(v)); return;
+    case Dtype::f64:
+      static_cast<double*>(base)[i] = v;
+      return;
+    case Dtype::f32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      return;
+    case Dtype::f16:
+      static_cast<Eigen::half*>(base)[i] = Eigen::half(static_cast<float>(v));
+      return;
     case Dtype::bf16:
       static_cast<Eigen::bfloat16*>(base)[i] = Eigen::bfloat16(static_cast<float>(v));
       return;

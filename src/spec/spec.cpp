@@ -15,7 +15,8 @@ const char* name(Layout l) { return l == Layout::interleaved ? "interleaved" : "
 
 const char* name(ScalingKind k) {
   switch (k) {
-    case ScalingKind::none: return "none";
+    case ScalingKind::none:
+      return "none";
   }
   return "?";
 }

@@ -16,7 +16,8 @@ namespace ropecheck {
 
 enum class Dtype : int { f64 = 0, f32 = 1, f16 = 2, bf16 = 3 };
 
-inline constexpr std::array<Dtype, 4> kAllDtypes = {Dtype::f64, Dtype::f32, Dtype::f16, Dtype::bf16};
+inline constexpr std::array<Dtype, 4> kAllDtypes = {Dtype::f64, Dtype::f32, Dtype::f16,
+                                                    Dtype::bf16};
 
 // IEEE-style binary format: `digits` counts the implicit bit (p), normal exponents lie in
 // [emin, emax], subnormals extend down to 2^(emin - digits + 1). Unit roundoff u = 2^-digits.
@@ -30,10 +31,14 @@ struct DtypeTraits {
 
 constexpr DtypeTraits traits(Dtype d) {
   switch (d) {
-    case Dtype::f64: return {"f64", 53, -1022, 1023, 8};
-    case Dtype::f32: return {"f32", 24, -126, 127, 4};
-    case Dtype::f16: return {"f16", 11, -14, 15, 2};
-    case Dtype::bf16: return {"bf16", 8, -126, 127, 2};
+    case Dtype::f64:
+      return {"f64", 53, -1022, 1023, 8};
+    case Dtype::f32:
+      return {"f32", 24, -126, 127, 4};
+    case Dtype::f16:
+      return {"f16", 11, -14, 15, 2};
+    case Dtype::bf16:
+      return {"bf16", 8, -126, 127, 2};
   }
   return {"?", 0, 0, 0, 0};
 }

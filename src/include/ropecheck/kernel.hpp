@@ -31,8 +31,8 @@ struct Policy {
   Precision table;       // precision cos/sin are held in before the rotation
   Precision arithmetic;  // precision of the multiply-adds of the rotation
   AngleRecipe recipe = AngleRecipe::pow_product;
-  bool fused = false;    // rotation uses FMA (one rounding per output instead of up to three)
-  std::string notes;     // free text, e.g. "AVX2+F16C path when the CPU has it"
+  bool fused = false;  // rotation uses FMA (one rounding per output instead of up to three)
+  std::string notes;   // free text, e.g. "AVX2+F16C path when the CPU has it"
 };
 
 // One call: n_tokens x n_heads vectors of head_dim elements. Element (t, h, j) is at
@@ -67,8 +67,8 @@ const std::vector<const Kernel*>& builtin_kernels();
 const Kernel* find_builtin_kernel(const std::string& name);  // nullptr if absent
 
 // Contiguous [tokens][heads][head_dim] convenience wrapper.
-KernelStatus apply_contiguous(const Kernel& k, const RopeSpec& spec, Dtype d,
-                              std::int64_t n_tokens, std::int64_t n_heads,
-                              const std::int64_t* positions, const void* in, void* out);
+KernelStatus apply_contiguous(const Kernel& k, const RopeSpec& spec, Dtype d, std::int64_t n_tokens,
+                              std::int64_t n_heads, const std::int64_t* positions, const void* in,
+                              void* out);
 
 }  // namespace ropecheck

@@ -24,6 +24,7 @@ enum class ScalingKind : int { none = 0 };
 
 struct Scaling {
   ScalingKind kind = ScalingKind::none;
+  bool operator==(const Scaling&) const = default;
 };
 
 class SpecError : public std::invalid_argument {

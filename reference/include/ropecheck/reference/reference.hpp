@@ -59,7 +59,7 @@ double ulp(double y, Dtype d);
 
 // ---- error of a candidate output -------------------------------------------------------------
 struct VectorError {
-  double max_ulp = 0;             // max_j |got_j - exact_j| / ulp(round(exact_j))
+  double max_ulp = 0;  // max_j |got_j - exact_j| / ulp(round(exact_j))
   std::int64_t max_ulp_index = -1;
   // max over pairs of ||got_pair - exact_pair|| / (s * ||x_pair||) / u. A pair with zero input
   // norm contributes 0 when its outputs are exactly 0 and +inf otherwise.
