@@ -24,7 +24,7 @@ std::vector<std::string> split(const std::string& s, char sep, const std::string
 bool parse_int64(const std::string& s, long long& out);
 double parse_finite_double(const std::string& s, const std::string& what);
 
-nlohmann::json policy_json(const Policy& p);
+nlohmann::ordered_json policy_json(const Policy& p);
 
 void add_list(CLI::App& app);
 void add_eval(CLI::App& app);
