@@ -1,6 +1,7 @@
 // Unit tests of the built-in kernels: golden values, exact identities (position 0, pass-through,
 // in-place, strides, layout permutation, batching), bit-identity of the simd dispatch paths, and
 // pairwise agreement within derived bounds. Every output buffer is surrounded by guard bytes.
+#include "../simd_trig.hpp"
 #include "ropecheck/dtype.hpp"
 #include "ropecheck/kernel.hpp"
 #include "ropecheck/simd_info.hpp"
@@ -185,8 +186,9 @@ struct Bound {
 
 constexpr double u64 = 0x1p-53, u32 = 0x1p-24;
 
-// shared_trig: omit angle and trig terms, for comparing kernels that compute the identical f64
-// angle and call the identical std::cos/std::sin (scalar, complex, simd share theta_f64 and libm).
+// shared_trig: omit the angle term, and the trig term of the libm kernels, for comparing kernels
+// that compute the identical f64 angle (scalar, complex, simd share theta_f64); scalar and complex
+// also call the identical std::cos/std::sin, simd its own sin/cos (trig term kept).
 Bound kernel_bound(const std::string& k, Dtype d, const RopeSpec& spec, std::int64_t m,
                    std::int64_t i, bool shared_trig = false) {
   const double theta = std::pow(spec.base, -2.0 * i / spec.rotary_dim);
@@ -199,8 +201,12 @@ Bound kernel_bound(const std::string& k, Dtype d, const RopeSpec& spec, std::int
             (d == Dtype::f64 ? u32 : 0);
     b.store_u = narrow ? unit_roundoff(d) : 0;
   } else {
-    const double angle_trig =
-        shared_trig ? 0 : am * theta * u64 * (lnb + 3) + 2 * std::sqrt(2.0) * u64;
+    // With shared_trig the angle is shared bit for bit; libm's cos/sin are shared by scalar and
+    // complex only, simd evaluates its own (|err| <= u64 <= 2 u64, see simd.cpp), so it keeps the
+    // trig term.
+    const double angle_term = shared_trig ? 0 : am * theta * u64 * (lnb + 3);
+    const double trig_term = shared_trig && k != "simd" ? 0 : 2 * std::sqrt(2.0) * u64;
+    const double angle_trig = angle_term + trig_term;
     if (k == "scalar" || k == "complex") {
       b.pre = angle_trig + 3 * u64;
       b.store_u = d == Dtype::f64 ? 0 : unit_roundoff(d);
@@ -590,7 +596,11 @@ TEST_P(PerDtype, SimdMatchesDeclaredFormula) {
             for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
               const double angle =
                   static_cast<double>(pos[t]) * std::pow(spec.base, -2.0 * i / spec.rotary_dim);
-              const double cd = spec.scale * std::cos(angle), sd = spec.scale * std::sin(angle);
+              // The kernel's own sin/cos is part of its declared formula; its accuracy is
+              // checked independently in SimdTrig.WithinDeclaredErrorOfLongDouble.
+              double sn = 0, cs = 0;
+              kernels::simd_sincos(angle, sn, cs);
+              const double cd = spec.scale * cs, sd = spec.scale * sn;
               const auto [ia, ib] = spec.pair(i);
               const std::int64_t o = (t * n_heads + h) * hd;
               double ya, yb;
@@ -662,6 +672,78 @@ TEST_P(PerDtype, KernelsAgreeWithinDerivedBounds) {
     }
   }
   for (const auto& [key, v] : worst) RecordProperty(key, std::to_string(v));
+}
+
+// The simd kernel's f64 sin/cos against long double sinl/cosl (x87, 64-bit significand; glibc
+// documents <= 1 ulp for them, i.e. <= 2^-63 absolute here), over the argument shapes the kernel
+// sees: m * theta for |m| up to 2^28, near multiples of pi/2 (worst cancellation in the
+// reduction), tiny and boundary arguments, and the libm fallback beyond kSimdTrigLimit. The claim
+// derived in simd.cpp is |error| <= 2^-53 absolute; the check allows 2^-53 + 2^-62 for the
+// long-double reference's own error (plus its rounding of the double argument: none, x is exact in
+// long double).
+TEST(SimdTrig, WithinDeclaredErrorOfLongDouble) {
+  std::mt19937_64 rng(0x7716u);
+  std::vector<double> xs = {0.0,
+                            -0.0,
+                            1e-300,
+                            0x1p-1022,
+                            1e-8,
+                            0.5,
+                            0.7853981633974483,
+                            0.7853981633974484,
+                            1.0,
+                            1.5707963267948966,
+                            3.141592653589793,
+                            4.71238898038469,
+                            6.283185307179586,
+                            1e6,
+                            12345678.9,
+                            kernels::kSimdTrigLimit,
+                            std::nextafter(kernels::kSimdTrigLimit, 0.0),
+                            std::nextafter(kernels::kSimdTrigLimit, 1e300),
+                            1e22,
+                            0x1p1000};
+  // Near multiples of pi/2: k * pi/2 (rounded) and its neighbours.
+  for (long long k = 1; k < (1ll << 28); k = k * 3 + 1)
+    for (int d = -2; d <= 2; ++d) {
+      const double x = static_cast<double>(k) * 1.5707963267948966;
+      double y = x;
+      for (int j = 0; j < std::abs(d); ++j) y = std::nextafter(y, d < 0 ? 0.0 : 1e300);
+      xs.push_back(y);
+    }
+  std::uniform_real_distribution<double> e(-30.0, 28.0);
+  for (int j = 0; j < 200000; ++j) {
+    const double x =
+        std::ldexp(1.0 + std::ldexp(static_cast<double>(rng() >> 12), -52), 0) * std::exp2(e(rng));
+    xs.push_back((rng() & 1) ? -x : x);
+  }
+  // The kernel's own argument shape: double(m) * theta_i.
+  for (int j = 0; j < 100000; ++j) {
+    const double m = static_cast<double>(static_cast<std::int64_t>(rng() % (1ull << 28)));
+    const double theta = std::pow(10000.0, -2.0 * static_cast<double>(rng() % 64) / 128.0);
+    xs.push_back(m * theta);
+  }
+  const double allowed = 0x1p-53 + 0x1p-62;
+  double worst_in = 0, worst_beyond = 0;
+  for (double x : xs) {
+    double s = 0, c = 0;
+    kernels::simd_sincos(x, s, c);
+    const long double xl = x;
+    const double es = static_cast<double>(std::fabs(static_cast<long double>(s) - sinl(xl)));
+    const double ec = static_cast<double>(std::fabs(static_cast<long double>(c) - cosl(xl)));
+    const double err = std::max(es, ec);
+    if (std::fabs(x) <= kernels::kSimdTrigLimit) {
+      worst_in = std::max(worst_in, err);
+      ASSERT_LE(err, allowed) << std::hexfloat << "x=" << x << " sin=" << s << " cos=" << c;
+    } else {
+      // libm: within 1 ulp (<= 2^-52 absolute for values of magnitude <= 1).
+      worst_beyond = std::max(worst_beyond, err);
+      ASSERT_LE(err, 0x1p-52 + 0x1p-62) << std::hexfloat << "x=" << x;
+    }
+  }
+  RecordProperty("worst_abs_error_in_units_of_2^-53", std::to_string(worst_in / 0x1p-53));
+  std::printf("simd_sincos: worst |error| = %.3f * 2^-53 over %zu arguments\n", worst_in / 0x1p-53,
+              xs.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PerDtype, ::testing::ValuesIn(kAllDtypes),
