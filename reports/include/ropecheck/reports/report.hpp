@@ -1,0 +1,96 @@
+// ropecheck::reports — precision reports per kernel x dtype x position bucket. The reports
+// *describe*: they never fail because numbers are large, only when a derived bound from
+// ropecheck::bounds is exceeded (or a baseline regressed). The JSON document is the data model;
+// Markdown, HTML and JUnit are rendered from it, so every number appears once.
+#pragma once
+
+#include "ropecheck/dtype.hpp"
+#include "ropecheck/kernel.hpp"
+#include "ropecheck/spec.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ropecheck::reports {
+
+inline constexpr int kSchemaVersion = 1;
+
+// Bad options: the CLI maps this to exit status 2.
+class OptionsError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct Options {
+  std::vector<std::string> kernels;  // empty = every built-in kernel
+  std::vector<Dtype> dtypes{Dtype::f64, Dtype::f32, Dtype::f16, Dtype::bf16};
+  std::vector<std::int64_t> head_dims{64, 128};
+  std::vector<double> bases{1e4, 1e6};
+  std::vector<Layout> layouts{Layout::interleaved, Layout::half};
+  std::int64_t max_position = std::int64_t{1} << 20;
+  // Input vectors per kernel x dtype x spec x position bucket (drawn as ceil(samples/4) positions
+  // with 4 head vectors each: the exact trig of a position is shared by its heads).
+  std::int64_t samples = 64;
+  std::uint64_t seed = 1;
+  unsigned threads = 0;         // 0 = std::thread::hardware_concurrency()
+  unsigned reference_bits = 0;  // 0 = reference::default_bits (160 for every dtype we have)
+  // Budget that defines the precision-safe context length: max per-pair error <= budget_u * u.
+  double safe_budget_u = 2.0;
+};
+
+// Throws OptionsError naming the offending option.
+void validate(const Options& o);
+
+// Progress lines (to stderr in the CLI); may be empty.
+using Progress = std::function<void(const std::string&)>;
+
+// Runs the sweep, the two novel analyses and the special-value cases; returns the report document
+// (see reports/report.schema.json). `kernels` are the kernels to describe (built-in or plugins).
+nlohmann::json run(const Options& o, const std::vector<const Kernel*>& kernels,
+                   const Progress& progress = {});
+
+// Compares `now` against an older report: a regression is any kernel x dtype x bucket whose max
+// ULP or max per-pair error grew beyond `factor` times the baseline (see baseline.cpp for the
+// floor). Adds a "baseline" object to `now` and returns the number of regressions.
+int apply_baseline(nlohmann::json& now, const nlohmann::json& baseline, double factor);
+inline constexpr double kDefaultBaselineFactor = 2.0;
+
+// 0: every check holds; 1: a derived bound was exceeded, a special-value policy was violated, or a
+// baseline regressed.
+int exit_code(const nlohmann::json& report);
+
+std::string render_markdown(const nlohmann::json& report);
+std::string render_html(const nlohmann::json& report);
+std::string render_junit(const nlohmann::json& report);
+
+// Writes `data` to `path` atomically: a temporary file in the same directory, fsync, rename,
+// fsync of the directory. On any error the temporary is removed and std::runtime_error is thrown;
+// `path` is either the old file or the complete new one, never half-written.
+void atomic_write(const std::filesystem::path& path, std::string_view data);
+
+// Writes report.json, report.md, report.html and junit.xml into dir (created if missing).
+void write_all(const nlohmann::json& report, const std::filesystem::path& dir);
+
+// The environment block (compiler and flags, CPU, SIMD path, library versions, git commit).
+nlohmann::json environment();
+
+// ---- checks used by the tests (no GTest in this library) ------------------------------------
+// Validates `doc` against the JSON Schema subset used by report.schema.json (type, properties,
+// required, additionalProperties (bool), items, enum, const, minimum, maximum, minItems, $ref to
+// #/definitions/..., anyOf). Returns the list of violations ("" path = root); empty when valid.
+std::vector<std::string> validate_schema(const nlohmann::json& schema, const nlohmann::json& doc);
+// Well-formedness of the HTML we emit (XML-style: every element closed or void, properly nested,
+// attributes quoted, entities known). Returns the problems found; empty when well-formed.
+std::vector<std::string> check_html(std::string_view html);
+// Well-formedness of an XML document (JUnit). Same checker, no void elements.
+std::vector<std::string> check_xml(std::string_view xml);
+
+}  // namespace ropecheck::reports

@@ -1,0 +1,76 @@
+// Error statistics of one kernel x dtype x bucket. Accumulators are filled per work unit and then
+// merged in a fixed order, so the report is the same whatever thread ran which unit.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace ropecheck::reports {
+
+// ULP histogram bins: [0] exactly 0, [1] (0, 1/2], [2] (1/2, 1], then (2^(k-3), 2^(k-2)] for
+// k = 3..22 (up to 2^20), and a last bin for > 2^20 and non-finite.
+inline constexpr int kUlpBins = 24;
+int ulp_bin(double ulp_error);
+std::string ulp_bin_label(int bin);
+
+// Nearest-rank percentile (p in (0, 1]) of a sorted sample; NaN when empty.
+double percentile_sorted(const std::vector<double>& sorted, double p);
+
+// Where a maximum was attained: enough to reproduce it with `ropecheck eval`.
+struct WorstCase {
+  double value = -1;  // the statistic (ULP or per-pair error in u); -1 = none yet
+  std::int64_t spec_index = -1;
+  std::int64_t position = 0;
+  std::int64_t element = -1;  // element index (ULP) or first element of the pair (pair error)
+  std::int64_t pair_a = -1, pair_b = -1;
+  double in_a = 0, in_b = 0;
+  std::string expected;         // exact value, decimal (ULP) or "" for pair cases
+  double expected_rounded = 0;  // correctly rounded exact value (ULP)
+  double got = 0;               // kernel output at `element`
+  double got_b = 0;             // second pair output (pair cases)
+  // Strictly greater replaces: with a fixed merge order the first worst case wins,
+  // deterministically.
+  bool offer(double v) const {
+    return v > value || (value < 0 && v >= 0) || (v != v && value == value);
+  }
+};
+
+struct ErrorStats {
+  std::int64_t n_vectors = 0, n_elements = 0, n_pairs = 0;
+  std::vector<double> ulps;  // every element's ULP error (sorted at finish for percentiles)
+  double sum_ulp = 0, sum_ulp2 = 0;
+  WorstCase worst_ulp;
+  double max_abs = 0;
+  double sum_err2 = 0, sum_exact2 = 0;  // NMSE numerator / denominator
+  WorstCase worst_pair;
+  double sum_pair2 = 0;
+  std::int64_t not_correctly_rounded = 0, gt_1ulp = 0, gt_bound = 0;
+  std::int64_t bound_pairs = 0;  // pairs that had a finite bound to compare against
+  double max_utilization = -1;   // max over pairs of pair error / derived bound
+  double bound_min_u = std::numeric_limits<double>::infinity(), bound_max_u = -1;
+  // Angle-table error vs rotation error (see sweep.cpp): per pair, E_angle = recipe-faithful
+  // exact rotation vs the exact spec, E_rot = kernel vs recipe-faithful exact rotation.
+  double max_angle_u = 0, max_rot_u = 0, sum_angle2 = 0, sum_rot2 = 0;
+  std::array<std::int64_t, kUlpBins> hist{};
+
+  void add_element(double ulp_error);
+  void merge(const ErrorStats& o);  // appends o after *this
+};
+
+// Per-octave series for the error-vs-position plots: octave 0 is position 0, octave k >= 1 holds
+// positions [2^(k-1), 2^k).
+int octave_of(std::int64_t position);
+struct OctaveStats {
+  std::int64_t n_pairs = 0;
+  double max_pair_u = 0, sum_pair2 = 0;
+  void merge(const OctaveStats& o) {
+    n_pairs += o.n_pairs;
+    sum_pair2 += o.sum_pair2;
+    if (o.max_pair_u > max_pair_u || o.max_pair_u != o.max_pair_u) max_pair_u = o.max_pair_u;
+  }
+};
+
+}  // namespace ropecheck::reports

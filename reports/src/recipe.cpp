@@ -1,0 +1,91 @@
+#include "recipe.hpp"
+
+#include <cmath>
+
+namespace ropecheck::reports::detail {
+
+namespace ref = ropecheck::reference;
+using ref::Mp;
+
+namespace {
+// Rounds into an angle precision narrower than f32 (no built-in kernel declares one; kept so a
+// plugin declaring f16/bf16 angles gets a faithful reference too).
+double rd(double v, Precision p) { return round_to_dtype(v, p); }
+}  // namespace
+
+double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::int64_t m) {
+  if (p.recipe == AngleRecipe::hf_f32) {
+    const float base_f = static_cast<float>(spec.base);
+    const float rd_f = static_cast<float>(spec.rotary_dim);
+    const float inv = 1.0f / std::pow(base_f, static_cast<float>(2 * i) / rd_f);
+    return static_cast<double>(static_cast<float>(m) * inv);
+  }
+  switch (p.angle) {
+    case Dtype::f64: {
+      const double theta =
+          std::pow(spec.base, -2.0 * static_cast<double>(i) / static_cast<double>(spec.rotary_dim));
+      return static_cast<double>(m) * theta;
+    }
+    case Dtype::f32: {
+      const float theta =
+          std::pow(static_cast<float>(spec.base),
+                   -2.0f * static_cast<float>(i) / static_cast<float>(spec.rotary_dim));
+      return static_cast<double>(static_cast<float>(m) * theta);
+    }
+    case Dtype::f16:
+    case Dtype::bf16: {
+      const double e =
+          rd(-2.0 * static_cast<double>(i) / static_cast<double>(spec.rotary_dim), p.angle);
+      const double theta = rd(std::pow(rd(spec.base, p.angle), e), p.angle);
+      return rd(rd(static_cast<double>(m), p.angle) * theta, p.angle);
+    }
+  }
+  return 0;
+}
+
+int recipe_key(const Policy& p) {
+  return p.recipe == AngleRecipe::hf_f32 ? 100 : static_cast<int>(p.angle);
+}
+
+Trig exact_trig(const RopeSpec& spec, std::int64_t m) {
+  Trig t;
+  const Mp pos(static_cast<long long>(m));
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+    const Mp a = ref::angle(spec, i, pos);
+    t.c.push_back(cos(a));
+    t.s.push_back(sin(a));
+  }
+  return t;
+}
+
+Trig recipe_trig(const Policy& p, const RopeSpec& spec, std::int64_t m) {
+  Trig t;
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+    const Mp a = ref::exact(recipe_angle(p, spec, i, m));
+    t.c.push_back(cos(a));
+    t.s.push_back(sin(a));
+  }
+  return t;
+}
+
+ref::MpVector rotate(const RopeSpec& spec, const Trig& t, const std::vector<double>& x) {
+  ref::MpVector y(spec.head_dim);
+  const bool scaled = spec.scale != 1.0;
+  const Mp s = ref::exact(spec.scale);
+  for (std::int64_t j = spec.rotary_dim; j < spec.head_dim; ++j) y[j] = ref::exact(x[j]);
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+    const auto [a, b] = spec.pair(i);
+    const Mp xa = ref::exact(x[a]), xb = ref::exact(x[b]);
+    Mp ya = xa * t.c[i] - xb * t.s[i];
+    Mp yb = xa * t.s[i] + xb * t.c[i];
+    if (scaled) {
+      ya *= s;
+      yb *= s;
+    }
+    y[a] = ya;
+    y[b] = yb;
+  }
+  return y;
+}
+
+}  // namespace ropecheck::reports::detail

@@ -1,0 +1,87 @@
+#include "ropecheck/reports/stats.hpp"
+
+#include <bit>
+#include <cmath>
+
+namespace ropecheck::reports {
+
+int ulp_bin(double e) {
+  if (!(e <= std::ldexp(1.0, 20))) return kUlpBins - 1;  // > 2^20 or NaN
+  if (e == 0) return 0;
+  if (e <= 0.5) return 1;
+  if (e <= 1.0) return 2;
+  // (2^(k-3), 2^(k-2)]: k - 2 = ceil(log2 e), computed exactly with frexp.
+  int ex = 0;
+  const double m = std::frexp(e, &ex);     // e = m 2^ex, m in [1/2, 1)
+  const int c = (m == 0.5) ? ex - 1 : ex;  // ceil(log2 e)
+  return c + 2;
+}
+
+std::string ulp_bin_label(int b) {
+  if (b == 0) return "0";
+  if (b == 1) return "(0, 0.5]";
+  if (b == 2) return "(0.5, 1]";
+  if (b == kUlpBins - 1) return "> 2^20 or non-finite";
+  const int hi = b - 2;
+  return "(2^" + std::to_string(hi - 1) + ", 2^" + std::to_string(hi) + "]";
+}
+
+double percentile_sorted(const std::vector<double>& v, double p) {
+  if (v.empty()) return std::nan("");
+  auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size())));
+  if (rank < 1) rank = 1;
+  if (rank > v.size()) rank = v.size();
+  return v[rank - 1];
+}
+
+void ErrorStats::add_element(double e) {
+  ++n_elements;
+  ulps.push_back(e);
+  sum_ulp += e;
+  sum_ulp2 += e * e;
+  ++hist[static_cast<std::size_t>(ulp_bin(e))];
+  if (!(e <= 1.0)) ++gt_1ulp;
+}
+
+namespace {
+void merge_worst(WorstCase& a, const WorstCase& b) {
+  if (b.value < 0) return;
+  if (a.offer(b.value)) a = b;
+}
+}  // namespace
+
+void ErrorStats::merge(const ErrorStats& o) {
+  n_vectors += o.n_vectors;
+  n_elements += o.n_elements;
+  n_pairs += o.n_pairs;
+  ulps.insert(ulps.end(), o.ulps.begin(), o.ulps.end());
+  sum_ulp += o.sum_ulp;
+  sum_ulp2 += o.sum_ulp2;
+  merge_worst(worst_ulp, o.worst_ulp);
+  if (o.max_abs > max_abs || std::isnan(o.max_abs)) max_abs = o.max_abs;
+  sum_err2 += o.sum_err2;
+  sum_exact2 += o.sum_exact2;
+  merge_worst(worst_pair, o.worst_pair);
+  sum_pair2 += o.sum_pair2;
+  not_correctly_rounded += o.not_correctly_rounded;
+  gt_1ulp += o.gt_1ulp;
+  gt_bound += o.gt_bound;
+  bound_pairs += o.bound_pairs;
+  if (o.max_utilization > max_utilization || std::isnan(o.max_utilization))
+    max_utilization = o.max_utilization;
+  bound_min_u = std::fmin(bound_min_u, o.bound_min_u);
+  bound_max_u = std::fmax(bound_max_u, o.bound_max_u);
+  max_angle_u = std::fmax(max_angle_u, o.max_angle_u);
+  if (o.max_rot_u > max_rot_u || std::isnan(o.max_rot_u)) max_rot_u = o.max_rot_u;
+  sum_angle2 += o.sum_angle2;
+  sum_rot2 += o.sum_rot2;
+  for (int i = 0; i < kUlpBins; ++i) hist[i] += o.hist[i];
+}
+
+int octave_of(std::int64_t m) {
+  if (m < 0) m = -m;
+  if (m == 0) return 0;
+  return 64 - std::countl_zero(static_cast<std::uint64_t>(m));  // 1 -> 1, [2,3] -> 2, ...
+}
+
+}  // namespace ropecheck::reports

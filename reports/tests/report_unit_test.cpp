@@ -1,0 +1,302 @@
+// Unit tests of the report library: statistics, the recipe-faithful reference, the validators,
+// atomic writes, baseline comparison and determinism of a small report.
+#include "../src/recipe.hpp"
+#include "ropecheck/bounds.hpp"
+#include "ropecheck/reference/reference.hpp"
+#include "ropecheck/reports/report.hpp"
+#include "ropecheck/reports/stats.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+
+namespace ropecheck::reports {
+namespace {
+
+namespace ref = ropecheck::reference;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+TEST(ReportStats, UlpBinsHaveTheDocumentedEdges) {
+  EXPECT_EQ(ulp_bin(0.0), 0);
+  EXPECT_EQ(ulp_bin(1e-300), 1);
+  EXPECT_EQ(ulp_bin(0.5), 1);
+  EXPECT_EQ(ulp_bin(std::nextafter(0.5, 1.0)), 2);
+  EXPECT_EQ(ulp_bin(1.0), 2);
+  EXPECT_EQ(ulp_bin(std::nextafter(1.0, 2.0)), 3);  // (1, 2]
+  EXPECT_EQ(ulp_bin(2.0), 3);
+  EXPECT_EQ(ulp_bin(3.0), 4);  // (2, 4]
+  EXPECT_EQ(ulp_bin(std::ldexp(1.0, 20)), kUlpBins - 2);
+  EXPECT_EQ(ulp_bin(std::ldexp(1.0, 20) * 1.5), kUlpBins - 1);
+  EXPECT_EQ(ulp_bin(INFINITY), kUlpBins - 1);
+  EXPECT_EQ(ulp_bin(NAN), kUlpBins - 1);
+  EXPECT_EQ(ulp_bin_label(3), "(2^0, 2^1]");
+}
+
+TEST(ReportStats, NearestRankPercentiles) {
+  std::vector<double> v;
+  for (int i = 1; i <= 1000; ++i) v.push_back(i);
+  EXPECT_EQ(percentile_sorted(v, 0.5), 500);
+  EXPECT_EQ(percentile_sorted(v, 0.99), 990);
+  EXPECT_EQ(percentile_sorted(v, 0.999), 999);
+  EXPECT_EQ(percentile_sorted(v, 1.0), 1000);
+  EXPECT_TRUE(std::isnan(percentile_sorted({}, 0.5)));
+  EXPECT_EQ(octave_of(0), 0);
+  EXPECT_EQ(octave_of(1), 1);
+  EXPECT_EQ(octave_of(3), 2);
+  EXPECT_EQ(octave_of(4), 3);
+  EXPECT_EQ(octave_of(-4), 3);
+}
+
+TEST(ReportStats, MergeEqualsOneAccumulatorAndKeepsTheFirstWorstCase) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> ud(0, 3);
+  ErrorStats all, a, b;
+  for (int i = 0; i < 200; ++i) {
+    const double e = ud(rng);
+    all.add_element(e);
+    (i < 120 ? a : b).add_element(e);
+  }
+  a.worst_ulp.value = 2.5;
+  a.worst_ulp.position = 1;
+  b.worst_ulp.value = 2.5;  // tie: the earlier (a) must win
+  b.worst_ulp.position = 2;
+  a.merge(b);
+  EXPECT_EQ(a.n_elements, all.n_elements);
+  EXPECT_EQ(a.hist, all.hist);
+  EXPECT_EQ(a.gt_1ulp, all.gt_1ulp);
+  EXPECT_EQ(a.ulps, all.ulps);
+  EXPECT_EQ(a.worst_ulp.position, 1);
+  ErrorStats c;
+  c.worst_ulp.value = 2.6;
+  c.worst_ulp.position = 3;
+  a.merge(c);
+  EXPECT_EQ(a.worst_ulp.position, 3);
+}
+
+// The exact rotation used by the reports agrees with the reference's own blocked product.
+TEST(ReportRecipe, ExactRotationMatchesReferenceApplyBlocked) {
+  ref::set_precision_bits(160);
+  for (Layout l : {Layout::interleaved, Layout::half}) {
+    RopeSpec s;
+    s.head_dim = 13;  // odd: one pass-through dim
+    s.base = 500000;
+    s.layout = l;
+    s = s.normalized();
+    std::vector<double> x;
+    for (int j = 0; j < 13; ++j) x.push_back(std::ldexp(j - 6.5, -j % 5));
+    for (std::int64_t m : {0LL, 1LL, 4097LL, 1000003LL, -77LL}) {
+      const auto a = detail::rotate(s, detail::exact_trig(s, m), x);
+      const auto b = ref::apply_blocked(s, ref::Mp(static_cast<long long>(m)), x);
+      for (int j = 0; j < 13; ++j) {
+        // Both are exact to ~2^-150 relative; 2^-(160-20) leaves room for different op orders.
+        EXPECT_LE(std::fabs(static_cast<double>(a[j] - b[j])), std::ldexp(1.0, -140) * 20)
+            << "m=" << m << " j=" << j;
+      }
+    }
+  }
+}
+
+// The recipe-faithful reference explains a kernel's angle error: against it, what remains is
+// within the non-angle part of the derived bound, while against the exact spec the angle term
+// dominates at long context. A wrong recipe reproduction (e.g. f64 angles for table_f32) fails.
+TEST(ReportRecipe, RecipeFaithfulReferenceLeavesOnlyTableAndArithmeticError) {
+  ref::set_precision_bits(160);
+  for (const char* kn : {"table_f32", "scalar", "simd"}) {
+    const Kernel* k = find_builtin_kernel(kn);
+    ASSERT_NE(k, nullptr);
+    RopeSpec s;
+    s.head_dim = 64;
+    s.base = 10000;
+    s = s.normalized();
+    const Dtype d = Dtype::f32;
+    const Policy pol = k->policy(d);
+    const double u = unit_roundoff(d);
+    std::mt19937_64 rng(3);
+    std::normal_distribution<double> nd;
+    std::vector<double> x(64);
+    for (auto& v : x) v = round_to_dtype(nd(rng), d);
+    std::vector<float> in(x.begin(), x.end()), out(64);
+    double max_angle_u = 0;
+    for (std::int64_t m : {3LL, 70001LL, 1000003LL, 16777219LL}) {
+      ASSERT_EQ(apply_contiguous(*k, s, d, 1, 1, &m, in.data(), out.data()), KernelStatus::ok);
+      const auto yr = detail::rotate(s, detail::recipe_trig(pol, s, m), x);
+      const auto ye = detail::rotate(s, detail::exact_trig(s, m), x);
+      for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+        const auto [a, b] = s.pair(i);
+        const auto pb = bounds::pair_error_bound(pol, s, d, i, static_cast<double>(m));
+        const double n = std::hypot(x[a], x[b]);
+        const double rot = std::hypot(static_cast<double>(ref::exact(out[a]) - yr[a]),
+                                      static_cast<double>(ref::exact(out[b]) - yr[b])) /
+                           n / u;
+        const double ang =
+            std::hypot(static_cast<double>(yr[a] - ye[a]), static_cast<double>(yr[b] - ye[b])) / n /
+            u;
+        max_angle_u = std::max(max_angle_u, ang);
+        // Everything but the angle term of the derived bound (bounds.cpp, terms 2-6).
+        const double non_angle = (pb.total_u(n) - pb.angle) * (1 + bounds::kSlack);
+        EXPECT_LE(rot, non_angle) << kn << " m=" << m << " pair " << i;
+        EXPECT_LE(ang, pb.angle * (1 + bounds::kSlack) + 1e-9) << kn << " m=" << m << " pair " << i;
+      }
+    }
+    if (pol.recipe == AngleRecipe::hf_f32)
+      EXPECT_GT(max_angle_u, 1000.0) << "f32 angles at m ~ 2^24 are off by far more than 1000u";
+    else
+      EXPECT_LT(max_angle_u, 1.0) << "f64 angles are far below one f32 u";
+  }
+}
+
+TEST(ReportSchema, ValidatorAcceptsAndRejects) {
+  const json schema = json::parse(R"({
+    "type": "object", "required": ["a", "n"], "additionalProperties": false,
+    "properties": {"a": {"enum": ["x", "y"]}, "n": {"$ref": "#/definitions/num"},
+                   "l": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}},
+    "definitions": {"num": {"anyOf": [{"type": "number"}, {"const": "inf"}]}}})");
+  EXPECT_TRUE(validate_schema(schema, json::parse(R"({"a":"x","n":1.5,"l":[0,3]})")).empty());
+  EXPECT_TRUE(validate_schema(schema, json::parse(R"({"a":"y","n":"inf"})")).empty());
+  EXPECT_FALSE(validate_schema(schema, json::parse(R"({"a":"z","n":1})")).empty());
+  EXPECT_FALSE(validate_schema(schema, json::parse(R"({"a":"x"})")).empty());
+  EXPECT_FALSE(validate_schema(schema, json::parse(R"({"a":"x","n":"nan"})")).empty());
+  EXPECT_FALSE(validate_schema(schema, json::parse(R"({"a":"x","n":1,"extra":0})")).empty());
+  EXPECT_FALSE(validate_schema(schema, json::parse(R"({"a":"x","n":1,"l":[]})")).empty());
+  EXPECT_FALSE(validate_schema(schema, json::parse(R"({"a":"x","n":1,"l":[-1]})")).empty());
+  EXPECT_FALSE(validate_schema(schema, json::parse(R"({"a":"x","n":1,"l":[1.5]})")).empty());
+  // A keyword the validator does not implement is an error, not silently ignored.
+  EXPECT_FALSE(validate_schema(json::parse(R"({"pattern": "a+"})"), json("b")).empty());
+}
+
+TEST(ReportMarkup, CheckerRejectsMalformedDocuments) {
+  EXPECT_TRUE(check_html("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"/><style>a<b"
+                         "</style></head><body><p>a &amp; b</p><br><svg><path d=\"M0 0\"/></svg>"
+                         "</body></html>")
+                  .empty());
+  EXPECT_FALSE(check_html("<html><body><p>x</body></html>").empty());               // unclosed <p>
+  EXPECT_FALSE(check_html("<html><b><i>x</b></i></html>").empty());                 // bad nesting
+  EXPECT_FALSE(check_html("<html>a & b</html>").empty());                           // bare &
+  EXPECT_FALSE(check_html("<html><p class=x>y</p></html>").empty());                // unquoted
+  EXPECT_FALSE(check_html("<html><img src=\"https://x/y.png\"/></html>").empty());  // network
+  EXPECT_FALSE(check_html("<html></html><html></html>").empty());                   // two roots
+  EXPECT_FALSE(check_xml("<a><br></a>").empty());  // no void elements in XML
+  EXPECT_TRUE(check_xml("<?xml version=\"1.0\"?>\n<a x='1'><b/></a>\n").empty());
+}
+
+TEST(ReportIo, AtomicWriteReplacesWholeFilesAndLeavesNoTemporaries) {
+  const fs::path dir = fs::temp_directory_path() / ("ropecheck_io_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string big(1 << 20, 'x');
+  atomic_write(dir / "f.txt", big);
+  atomic_write(dir / "f.txt", "short");
+  std::ifstream in(dir / "f.txt");
+  std::string got((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(got, "short");
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+  // Missing directory: throws, creates nothing.
+  EXPECT_THROW(atomic_write(dir / "missing" / "f.txt", "x"), std::runtime_error);
+  EXPECT_FALSE(fs::exists(dir / "missing"));
+  // Target is a directory: rename fails, the temporary is removed.
+  fs::create_directories(dir / "d");
+  fs::create_directories(dir / "d" / "sub");
+  EXPECT_THROW(atomic_write(dir / "d" / "sub", "x"), std::runtime_error);
+  int left = 0;
+  for (const auto& e : fs::directory_iterator(dir / "d")) left += e.is_regular_file();
+  EXPECT_EQ(left, 0);
+  fs::remove_all(dir);
+}
+
+json tiny_report(double ulp_max, double pair_max) {
+  return json{{"schema_version", kSchemaVersion},
+              {"options", {{"seed", 1}}},
+              {"checks", json::array()},
+              {"results",
+               {{{"kernel", "k"},
+                 {"dtype", "f32"},
+                 {"buckets",
+                  {{{"bucket", "1-255"},
+                    {"ulp", {{"max", ulp_max}}},
+                    {"pair_error_u", {{"max", pair_max}}}}}}}}}};
+}
+
+TEST(ReportBaseline, FlagsGrowthBeyondTheFactorOnly) {
+  auto now = tiny_report(1.0, 1.9);
+  EXPECT_EQ(apply_baseline(now, tiny_report(0.6, 1.0), 2.0), 0);  // 1.9 <= 2 * 1.0
+  EXPECT_EQ(exit_code(now), 0);
+  now = tiny_report(1.0, 2.1);
+  EXPECT_EQ(apply_baseline(now, tiny_report(0.6, 1.0), 2.0), 1);
+  EXPECT_EQ(exit_code(now), 1);
+  now = tiny_report(0.9, 0.9);  // floor: 0 -> 0.9 <= 2 * max(0, 0.5)
+  EXPECT_EQ(apply_baseline(now, tiny_report(0.0, 0.0), 2.0), 0);
+  auto nan_now = tiny_report(1.0, 1.0);
+  nan_now["results"][0]["buckets"][0]["pair_error_u"]["max"] = "nan";
+  EXPECT_EQ(apply_baseline(nan_now, tiny_report(1.0, 1.0), 2.0), 1);
+  auto old = tiny_report(1, 1);
+  old["schema_version"] = kSchemaVersion + 1;
+  EXPECT_THROW(apply_baseline(now, old, 2.0), OptionsError);
+}
+
+Options small_options() {
+  Options o;
+  o.dtypes = {Dtype::f32, Dtype::bf16};
+  o.head_dims = {8};
+  o.bases = {10000};
+  o.max_position = 70000;
+  o.samples = 8;
+  return o;
+}
+
+TEST(ReportRun, SameSeedSameJsonWhateverTheThreadCount) {
+  auto o = small_options();
+  o.threads = 1;
+  auto a = run(o, builtin_kernels());
+  o.threads = 2;
+  auto b = run(o, builtin_kernels());
+  o.seed = 2;
+  auto c = run(o, builtin_kernels());
+  a.erase("environment");
+  b.erase("environment");
+  c.erase("environment");
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a["results"], c["results"]);
+  // Structural sanity of the searches: the safe length is below the first failure.
+  for (const auto& s : a["safe_context"])
+    if (!s["first_failure"].is_null())
+      EXPECT_LT(s["safe_length"].get<long long>(), s["first_failure"].get<long long>());
+}
+
+TEST(ReportRun, ReportValidatesAgainstTheShippedSchema) {
+  auto r = run(small_options(), builtin_kernels());
+  std::ifstream in(ROPECHECK_REPORT_SCHEMA);
+  ASSERT_TRUE(in) << ROPECHECK_REPORT_SCHEMA;
+  const json schema = json::parse(in);
+  const auto errs = validate_schema(schema, r);
+  for (const auto& e : errs) ADD_FAILURE() << e;
+  r["results"][0]["buckets"][0]["ulp"].erase("p99");
+  EXPECT_FALSE(validate_schema(schema, r).empty());
+  EXPECT_TRUE(check_html(render_html(r)).empty());
+  EXPECT_TRUE(check_xml(render_junit(r)).empty());
+}
+
+TEST(ReportOptions, RejectsBadOptions) {
+  auto o = small_options();
+  o.samples = 0;
+  EXPECT_THROW(validate(o), OptionsError);
+  o = small_options();
+  o.max_position = 0;
+  EXPECT_THROW(validate(o), OptionsError);
+  o = small_options();
+  o.head_dims = {1};
+  EXPECT_THROW(validate(o), OptionsError);
+  o = small_options();
+  o.bases = {1.0};
+  EXPECT_THROW(validate(o), OptionsError);
+  o = small_options();
+  o.dtypes.clear();
+  EXPECT_THROW(validate(o), OptionsError);
+}
+
+}  // namespace
+}  // namespace ropecheck::reports

@@ -1,0 +1,162 @@
+// `ropecheck report`: parses options and hands them to ropecheck::reports, which does the work.
+// Exit 0 when every check holds, 1 when a derived bound is exceeded, a special-value policy is
+// violated or a baseline regressed, 2 for bad usage.
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli.hpp"
+#include "ropecheck/reports/report.hpp"
+
+namespace ropecheck::cli {
+
+namespace {
+
+struct ReportArgs {
+  std::string kernels = "all";
+  std::string dtypes = "f64,f32,f16,bf16";
+  std::string head_dims = "64,128";
+  std::string bases = "1e4,1e6";
+  std::string layouts = "interleaved,half";
+  long long max_position = 1LL << 20;
+  long long samples = reports::Options{}.samples;
+  unsigned long long seed = 1;
+  unsigned threads = 0;
+  unsigned ref_bits = 0;
+  std::string out;
+  std::string baseline;
+  double baseline_factor = reports::kDefaultBaselineFactor;
+  double safe_budget_u = reports::Options{}.safe_budget_u;
+  bool quiet = false;
+};
+
+template <class T>
+void push_unique(std::vector<T>& v, const T& x, const std::string& what, const std::string& text) {
+  for (const auto& y : v)
+    if (y == x) throw UsageError(what + ": '" + text + "' given twice");
+  v.push_back(x);
+}
+
+void run_report(const ReportArgs& a) {
+  reports::Options o;
+  std::vector<const Kernel*> kernels;
+  if (a.kernels == "all") {
+    kernels = builtin_kernels();
+  } else {
+    for (const auto& n : split(a.kernels, ',', "--kernels")) {
+      const Kernel* k = find_builtin_kernel(n);
+      if (!k) {
+        std::string names;
+        for (const Kernel* b : builtin_kernels()) names += (names.empty() ? "" : ", ") + b->name();
+        throw UsageError("--kernels: no built-in kernel named '" + n + "' (available: " + names +
+                         ", or 'all')");
+      }
+      push_unique(kernels, k, "--kernels", n);
+    }
+  }
+  o.dtypes.clear();
+  for (const auto& s : split(a.dtypes, ',', "--dtypes")) {
+    const auto d = parse_dtype(s);
+    if (!d) throw UsageError("--dtypes: '" + s + "' is not one of f64, f32, f16, bf16");
+    push_unique(o.dtypes, *d, "--dtypes", s);
+  }
+  o.head_dims.clear();
+  for (const auto& s : split(a.head_dims, ',', "--head-dims")) {
+    long long v = 0;
+    if (!parse_int64(s, v)) throw UsageError("--head-dims: '" + s + "' is not an integer");
+    push_unique(o.head_dims, static_cast<std::int64_t>(v), "--head-dims", s);
+  }
+  o.bases.clear();
+  for (const auto& s : split(a.bases, ',', "--bases"))
+    push_unique(o.bases, parse_finite_double(s, "--bases"), "--bases", s);
+  o.layouts.clear();
+  for (const auto& s : split(a.layouts, ',', "--layouts")) {
+    const auto l = parse_layout(s);
+    if (!l) throw UsageError("--layouts: '" + s + "' is not interleaved or half");
+    push_unique(o.layouts, *l, "--layouts", s);
+  }
+  o.max_position = a.max_position;
+  o.samples = a.samples;
+  o.seed = a.seed;
+  o.threads = a.threads;
+  o.reference_bits = a.ref_bits;
+  o.safe_budget_u = a.safe_budget_u;
+  if (a.out.empty()) throw UsageError("--out: give the output directory");
+  try {
+    reports::validate(o);
+  } catch (const reports::OptionsError& e) {
+    throw UsageError(e.what());
+  }
+  // Read the baseline before the (long) sweep so a bad path fails fast.
+  nlohmann::json baseline;
+  if (!a.baseline.empty()) {
+    std::ifstream in(a.baseline);
+    if (!in) throw UsageError("--baseline: cannot read '" + a.baseline + "'");
+    try {
+      baseline = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      throw UsageError("--baseline: '" + a.baseline + "' is not JSON: " + e.what());
+    }
+    if (!baseline.is_object() || !baseline.contains("schema_version"))
+      throw UsageError("--baseline: '" + a.baseline + "' is not a ropecheck report");
+    if (!(a.baseline_factor >= 1.0)) throw UsageError("--baseline-factor must be >= 1");
+  }
+
+  reports::Progress progress;
+  if (!a.quiet) progress = [](const std::string& s) { std::cerr << s << "\n"; };
+  auto report = reports::run(o, kernels, progress);
+  if (!a.baseline.empty()) {
+    try {
+      reports::apply_baseline(report, baseline, a.baseline_factor);
+    } catch (const reports::OptionsError& e) {
+      throw UsageError(e.what());
+    }
+  }
+  reports::write_all(report, a.out);
+  const int code = reports::exit_code(report);
+  std::cout << "wrote " << a.out << "/report.json, report.md, report.html, junit.xml ("
+            << report["environment"]["wall_seconds"].get<double>() << " s)\n";
+  for (const auto& c : report["checks"])
+    if (!c["passed"].get<bool>())
+      std::cout << "FAIL " << c["kernel"].get<std::string>() << " " << c["dtype"].get<std::string>()
+                << " " << c["check"].get<std::string>() << ": " << c["message"].get<std::string>()
+                << "\n";
+  std::cout << (code == 0 ? "all checks hold\n" : "some checks failed\n");
+  std::cout.flush();
+  if (code != 0) std::exit(code);
+}
+
+}  // namespace
+
+void add_report(CLI::App& app) {
+  auto a = std::make_shared<ReportArgs>();
+  auto* cmd = app.add_subcommand(
+      "report",
+      "Precision report per kernel x dtype x position bucket: writes report.json, report.md, "
+      "report.html and junit.xml into --out");
+  cmd->add_option("--kernels", a->kernels, "comma-separated kernel names, or 'all' (default)");
+  cmd->add_option("--dtypes", a->dtypes, "comma-separated dtypes (default f64,f32,f16,bf16)");
+  cmd->add_option("--head-dims", a->head_dims, "comma-separated head dims (default 64,128)");
+  cmd->add_option("--bases", a->bases, "comma-separated bases (default 1e4,1e6)");
+  cmd->add_option("--layouts", a->layouts, "interleaved,half (default both)");
+  cmd->add_option("--max-position", a->max_position, "largest position sampled (default 2^20)");
+  cmd->add_option("--samples", a->samples,
+                  "vectors per kernel x dtype x spec x bucket (default " +
+                      std::to_string(reports::Options{}.samples) + ")");
+  cmd->add_option("--seed", a->seed, "random seed (default 1); same seed -> same report.json");
+  cmd->add_option("--threads", a->threads, "worker threads (default: all hardware threads)");
+  cmd->add_option("--ref-bits", a->ref_bits, "reference precision in bits (default 160)");
+  cmd->add_option("--safe-budget-u", a->safe_budget_u,
+                  "per-pair error budget (in u of the dtype) defining the precision-safe context "
+                  "length (default 2)");
+  cmd->add_option("--out", a->out, "output directory (created if missing)")->required();
+  cmd->add_option("--baseline", a->baseline,
+                  "older report.json: exit 1 when a max ULP or max pair error grew beyond "
+                  "--baseline-factor x max(baseline, 0.5)");
+  cmd->add_option("--baseline-factor", a->baseline_factor, "regression factor (default 2)");
+  cmd->add_flag("--quiet", a->quiet, "no progress lines on stderr");
+  cmd->callback([a] { run_report(*a); });
+}
+
+}  // namespace ropecheck::cli
