@@ -11,6 +11,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <regex>
 #include <stdexcept>
 
@@ -170,21 +171,116 @@ MpVector apply_dense(const RopeSpec& spec, const Mp& position, const std::vector
   return out;
 }
 
-MpVector apply_blocked(const RopeSpec& spec, const Mp& position, const std::vector<double>& x) {
-  check_input(spec, x);
-  MpVector out(spec.head_dim);
-  const Mp s = magnitude(spec);
+// ---- block-structured paths ------------------------------------------------------------------
+// Both go through the same per-position table of s*cos(m theta_i), s*sin(m theta_i), computed
+// exactly as rotation() computes its entries (same theta ladder, same product, same correctly
+// rounded sin/cos, same product with s), so they differ from the dense product only in how the
+// two products of each output are summed: here mpfr_fmms/mpfr_fmma, one rounding per output.
+
+namespace {
+
+// s*cos and s*sin per pair for one (spec, position) at one precision.
+struct TrigTable {
+  RopeSpec spec;
+  mpfr_prec_t prec = 0;
+  Mp position;
+  std::vector<Mp> sc, ss;
+};
+
+// theta ladder per (spec, precision): the exp() of every pair, shared by all positions.
+struct Ladder {
+  RopeSpec spec;
+  mpfr_prec_t prec = 0;
+  std::vector<Mp> theta;
+};
+
+mpfr_prec_t current_prec() { return static_cast<mpfr_prec_t>(precision_bits()); }
+
+const std::vector<Mp>& theta_ladder(const RopeSpec& spec) {
+  // Per thread: sweeps may run the oracle on several threads; no locks, no sharing.
+  thread_local std::vector<Ladder> cache;
+  const mpfr_prec_t prec = current_prec();
+  for (const Ladder& l : cache)
+    if (l.prec == prec && l.spec == spec) return l.theta;
+  if (cache.size() >= 8) cache.erase(cache.begin());
+  Ladder l;
+  l.spec = spec;
+  l.prec = prec;
   const Mp ln_base = log_base(spec);
-  Mp sn, cs;
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i)
+    l.theta.push_back(theta_from_log_base(spec, i, ln_base));
+  cache.push_back(std::move(l));
+  return cache.back().theta;
+}
+
+void fill_trig(const RopeSpec& spec, const Mp& position, TrigTable& t) {
+  t.spec = spec;
+  t.prec = current_prec();
+  t.position = position;
+  const std::vector<Mp>& theta = theta_ladder(spec);
+  const Mp s = magnitude(spec);
+  const std::size_t np = static_cast<std::size_t>(spec.n_pairs());
+  t.sc.resize(np);
+  t.ss.resize(np);
+  Mp ang, sn, cs;
+  for (std::size_t i = 0; i < np; ++i) {
+    mpfr_mul(raw(ang), raw(position), raw(theta[i]), MPFR_RNDN);
+    mpfr_sin_cos(raw(sn), raw(cs), raw(ang), MPFR_RNDN);
+    // Fresh numbers at the current precision (a cached Mp keeps the precision it was made with).
+    t.sc[i] = Mp();
+    t.ss[i] = Mp();
+    mpfr_mul(raw(t.sc[i]), raw(s), raw(cs), MPFR_RNDN);
+    mpfr_mul(raw(t.ss[i]), raw(s), raw(sn), MPFR_RNDN);
+  }
+}
+
+MpVector rotate_with(const RopeSpec& spec, const TrigTable& t, const std::vector<double>& x) {
+  MpVector out(spec.head_dim);
+  thread_local Scratch xa(53), xb(53);  // doubles are exact at 53 bits
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const auto [a, b] = spec.pair(i);
-    sin_cos(position * theta_from_log_base(spec, i, ln_base), sn, cs);
-    const Mp xa = exact(x[a]), xb = exact(x[b]);
-    out(a) = s * (xa * cs - xb * sn);
-    out(b) = s * (xa * sn + xb * cs);
+    mpfr_set_d(xa.v, x[a], MPFR_RNDN);
+    mpfr_set_d(xb.v, x[b], MPFR_RNDN);
+    const mpfr_srcptr c = raw(t.sc[static_cast<std::size_t>(i)]);
+    const mpfr_srcptr s = raw(t.ss[static_cast<std::size_t>(i)]);
+    mpfr_fmms(raw(out(a)), c, xa.v, s, xb.v, MPFR_RNDN);  // s cos x_a - s sin x_b, one rounding
+    mpfr_fmma(raw(out(b)), s, xa.v, c, xb.v, MPFR_RNDN);  // s sin x_a + s cos x_b, one rounding
   }
   for (std::int64_t j = spec.rotary_dim; j < spec.head_dim; ++j) out(j) = exact(x[j]);
   return out;
+}
+
+}  // namespace
+
+MpVector apply_blocked(const RopeSpec& spec, const Mp& position, const std::vector<double>& x) {
+  check_input(spec, x);
+  TrigTable t;
+  fill_trig(spec, position, t);
+  return rotate_with(spec, t, x);
+}
+
+MpVector apply_cached(const RopeSpec& spec, const Mp& position, const std::vector<double>& x) {
+  check_input(spec, x);
+  // Most-recently-used first; a sweep over vectors at one position hits the front entry.
+  thread_local std::vector<std::unique_ptr<TrigTable>> lru;
+  const mpfr_prec_t prec = current_prec();
+  std::size_t hit = lru.size();
+  for (std::size_t k = 0; k < lru.size(); ++k)
+    if (lru[k]->prec == prec && mpfr_equal_p(raw(lru[k]->position), raw(position)) &&
+        lru[k]->spec == spec) {
+      hit = k;
+      break;
+    }
+  if (hit == lru.size()) {
+    if (lru.size() >= kTrigCacheEntries) lru.pop_back();
+    auto t = std::make_unique<TrigTable>();
+    fill_trig(spec, position, *t);
+    lru.insert(lru.begin(), std::move(t));
+  } else if (hit != 0) {
+    std::rotate(lru.begin(), lru.begin() + static_cast<std::ptrdiff_t>(hit),
+                lru.begin() + static_cast<std::ptrdiff_t>(hit) + 1);
+  }
+  return rotate_with(spec, *lru.front(), x);
 }
 
 // ---- one correct rounding ---------------------------------------------------------------------

@@ -19,8 +19,11 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <mpfr.h>
+
 #include <cmath>
 #include <ostream>
+#include <tuple>
 
 namespace ropecheck {
 // RapidCheck prints counterexamples through ADL-found showValue.
@@ -227,6 +230,83 @@ TEST(ReferenceSelfCheck, BlockedMatchesDenseAtHeadDim128) {
     for (int j = 0; j < 128; ++j) x[j] = std::ldexp(double((j * 7919) % 2003 - 1001), -(j % 9));
     EXPECT_EQ(blocked_vs_dense(spec, parse_decimal("123456.75"), x), "") << name(l);
   }
+}
+
+}  // namespace
+}  // namespace ropecheck::reference
+
+// ---- the fast paths against the definition ---------------------------------------------------
+namespace ropecheck::reference {
+namespace {
+
+bool same_mp(const Mp& a, const Mp& b) {
+  return (a == b && std::signbit(a.convert_to<double>()) == std::signbit(b.convert_to<double>())) ||
+         (boost::multiprecision::isnan(a) && boost::multiprecision::isnan(b));
+}
+
+// apply_blocked takes its block entries from the same computation as rotation(): with a unit
+// input e_a, output a is fmms(s cos, 1, s sin, 0) = s cos exactly (one rounding of an exact
+// value that is already at precision P), so the entries must be rotation()'s bit for bit.
+TEST(ReferenceSelfCheck, BlockedEntriesAreTheDenseEntries) {
+  for (Layout l : {Layout::interleaved, Layout::half}) {
+    RopeSpec spec;
+    spec.head_dim = 11;
+    spec.rotary_dim = 8;
+    spec.layout = l;
+    spec.base = 500000.0;
+    spec.scale = 0.7;
+    spec = spec.normalized();
+    for (const char* m : {"0", "1", "-3", "1000000", "2147483648", "0.5", "1e22"}) {
+      const Mp pos = parse_decimal(m);
+      const MpMatrix r = rotation(spec, pos);
+      for (std::int64_t j = 0; j < spec.head_dim; ++j) {
+        std::vector<double> e(static_cast<std::size_t>(spec.head_dim), 0.0);
+        e[static_cast<std::size_t>(j)] = 1.0;
+        const MpVector col = apply_blocked(spec, pos, e);
+        for (std::int64_t k = 0; k < spec.head_dim; ++k)
+          EXPECT_TRUE(col(k) == r(k, j)) << name(l) << " m=" << m << " R(" << k << "," << j << ")";
+      }
+    }
+  }
+}
+
+// The cache returns exactly what apply_blocked computes, across hits, misses, evictions (more
+// distinct positions than kTrigCacheEntries), several specs and a precision change.
+TEST(ReferenceSelfCheck, CachedIsBlockedBitForBit) {
+  std::vector<RopeSpec> specs;
+  for (auto [hd, rd, l, base, scale] : {std::tuple{128, 128, Layout::interleaved, 10000.0, 1.0},
+                                        {128, 128, Layout::half, 10000.0, 1.0},
+                                        {37, 30, Layout::half, 500000.0, 1.25}}) {
+    RopeSpec s;
+    s.head_dim = hd;
+    s.rotary_dim = rd;
+    s.layout = l;
+    s.base = base;
+    s.scale = scale;
+    specs.push_back(s.normalized());
+  }
+  std::vector<double> x(128);
+  for (int j = 0; j < 128; ++j) x[j] = std::ldexp(double((j * 7919) % 2003 - 1001), -(j % 9));
+  const unsigned bits0 = precision_bits();
+  int checked = 0;
+  for (unsigned bits : {bits0, 200u}) {
+    set_precision_bits(bits);
+    for (int round = 0; round < 2; ++round)
+      for (std::int64_t k = 0; k < static_cast<std::int64_t>(kTrigCacheEntries) + 10; k += 3)
+        for (const RopeSpec& s : specs) {
+          const std::vector<double> xs(x.begin(), x.begin() + s.head_dim);
+          const Mp m = exact(static_cast<double>(k * 977 - 5000));
+          const MpVector c = apply_cached(s, m, xs), b = apply_blocked(s, m, xs);
+          for (std::int64_t j = 0; j < s.head_dim; ++j) {
+            ASSERT_TRUE(same_mp(c(j), b(j))) << describe(s) << " k=" << k << " j=" << j;
+            ASSERT_EQ(mpfr_get_prec(c(j).backend().data()),
+                      static_cast<mpfr_prec_t>(precision_bits()));
+          }
+          ++checked;
+        }
+  }
+  set_precision_bits(bits0);
+  EXPECT_GT(checked, 100);
 }
 
 }  // namespace

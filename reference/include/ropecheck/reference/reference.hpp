@@ -47,7 +47,14 @@ MpMatrix rotation(const RopeSpec& spec, const Mp& position);
 // R_m x by dense matrix-vector product; x holds dtype values exactly (as doubles).
 MpVector apply_dense(const RopeSpec& spec, const Mp& position, const std::vector<double>& x);
 // The same result using the block structure (O(head_dim)); cross-checked against apply_dense.
+// The block entries s*cos, s*sin are rotation()'s, bit for bit; each output is then one rounding
+// of s cos x_a - s sin x_b (resp. s sin x_a + s cos x_b) instead of the dense sum's several.
 MpVector apply_blocked(const RopeSpec& spec, const Mp& position, const std::vector<double>& x);
+// apply_blocked with the block entries cached per (spec, position, precision) in a small
+// per-thread most-recently-used list (kTrigCacheEntries positions): the fast oracle for sweeps
+// that evaluate many vectors at the same positions. Same values as apply_blocked, bit for bit.
+inline constexpr std::size_t kTrigCacheEntries = 64;
+MpVector apply_cached(const RopeSpec& spec, const Mp& position, const std::vector<double>& x);
 
 // ---- one correct rounding ---------------------------------------------------------------------
 // Round-to-nearest-even of an exact value into dtype d, with d's subnormals and overflow to +-inf,
