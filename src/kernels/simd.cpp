@@ -442,32 +442,38 @@ template <bool Tail>
 RC_AVX512 inline __m512 v5_ld(const Eigen::bfloat16* p, __mmask16 k) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v5_ld16<Tail>(p, k)), 16));
 }
-template <bool Tail>
+template <bool Tail, bool Nt = false>
 RC_AVX512 inline void v5_st(double* p, __mmask16 k, __m512d v) {
   if constexpr (Tail)
     _mm512_mask_storeu_pd(p, static_cast<__mmask8>(k), v);
+  else if constexpr (Nt)
+    _mm512_stream_pd(p, v);
   else
     _mm512_storeu_pd(p, v);
 }
-template <bool Tail>
+template <bool Tail, bool Nt = false>
 RC_AVX512 inline void v5_st(float* p, __mmask16 k, __m512 v) {
   if constexpr (Tail)
     _mm512_mask_storeu_ps(p, k, v);
+  else if constexpr (Nt)
+    _mm512_stream_ps(p, v);
   else
     _mm512_storeu_ps(p, v);
 }
-template <bool Tail>
+template <bool Tail, bool Nt = false>
 RC_AVX512 inline void v5_st16(void* p, __mmask16 k, __m256i v) {
   if constexpr (Tail)
     _mm256_mask_storeu_epi16(p, k, v);
+  else if constexpr (Nt)
+    _mm256_stream_si256(static_cast<__m256i*>(p), v);
   else
     _mm256_storeu_si256(static_cast<__m256i*>(p), v);
 }
-template <bool Tail>
+template <bool Tail, bool Nt = false>
 RC_AVX512 inline void v5_st(Eigen::half* p, __mmask16 k, __m512 v) {
-  v5_st16<Tail>(p, k, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  v5_st16<Tail, Nt>(p, k, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
-template <bool Tail>
+template <bool Tail, bool Nt = false>
 RC_AVX512 inline void v5_st(Eigen::bfloat16* p, __mmask16 k, __m512 v) {
   const __m512i x = _mm512_castps_si512(v);
   const __m512i hi = _mm512_srli_epi32(x, 16);
@@ -476,7 +482,7 @@ RC_AVX512 inline void v5_st(Eigen::bfloat16* p, __mmask16 k, __m512 v) {
       _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)), lsb), 16);
   const __m512i qnan = _mm512_or_si512(hi, _mm512_set1_epi32(0x40));
   r = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), r, qnan);
-  v5_st16<Tail>(p, k, _mm512_cvtepi32_epi16(r));
+  v5_st16<Tail, Nt>(p, k, _mm512_cvtepi32_epi16(r));
 }
 RC_AVX512 inline __m512d v5_mul(__m512d a, __m512d b) { return _mm512_mul_pd(a, b); }
 RC_AVX512 inline __m512 v5_mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
@@ -533,50 +539,55 @@ RC_AVX512 void table_avx512(const double* theta, std::int64_t np, double m, doub
   fill_tables(np, scale, half, cb, sb, C, S);
 }
 
-template <bool Tail, class T>
+template <bool Tail, bool Nt, class T>
 RC_AVX512 inline void v5_half_step(const T* x, T* y, std::int64_t h, std::int64_t i,
                                    const arith_t<T>* C, const arith_t<T>* S, __mmask16 k) {
   const auto a = v5_ld<Tail>(x + i, k), b = v5_ld<Tail>(x + h + i, k);
   const auto c = v5_ld<Tail>(C + i, k), s = v5_ld<Tail>(S + i, k);
-  v5_st<Tail>(y + i, k, v5_fma(a, c, v5_neg(v5_mul(b, s))));
-  v5_st<Tail>(y + h + i, k, v5_fma(b, c, v5_mul(a, s)));
+  v5_st<Tail, Nt>(y + i, k, v5_fma(a, c, v5_neg(v5_mul(b, s))));
+  v5_st<Tail, Nt>(y + h + i, k, v5_fma(b, c, v5_mul(a, s)));
 }
 
-template <bool Tail, class T>
+template <bool Tail, bool Nt, class T>
 RC_AVX512 inline void v5_interleaved_step(const T* x, T* y, std::int64_t j, const arith_t<T>* C2,
                                           const arith_t<T>* S2, __mmask16 k) {
   const auto v = v5_ld<Tail>(x + j, k);
-  v5_st<Tail>(y + j, k,
-              v5_fma(v, v5_ld<Tail>(C2 + j, k), v5_mul(v5_swap(v), v5_ld<Tail>(S2 + j, k))));
+  v5_st<Tail, Nt>(y + j, k,
+                  v5_fma(v, v5_ld<Tail>(C2 + j, k), v5_mul(v5_swap(v), v5_ld<Tail>(S2 + j, k))));
 }
 
-template <class T>
+template <class T, bool Nt>
 RC_AVX512 void head_avx512_half(const T* x, T* y, std::int64_t rd, const arith_t<T>* C,
                                 const arith_t<T>* S) {
   constexpr std::int64_t W = 64 / sizeof(arith_t<T>);
   const std::int64_t h = rd / 2;
   std::int64_t i = 0;
-  for (; i + W <= h; i += W) v5_half_step<false>(x, y, h, i, C, S, 0);
-  if (i < h) v5_half_step<true>(x, y, h, i, C, S, static_cast<__mmask16>((1u << (h - i)) - 1u));
+  for (; i + W <= h; i += W) v5_half_step<false, Nt>(x, y, h, i, C, S, 0);
+  if (i < h)
+    v5_half_step<true, false>(x, y, h, i, C, S, static_cast<__mmask16>((1u << (h - i)) - 1u));
 }
 
-template <class T>
+template <class T, bool Nt>
 RC_AVX512 void head_avx512_interleaved(const T* x, T* y, std::int64_t rd, const arith_t<T>* C2,
                                        const arith_t<T>* S2) {
   constexpr std::int64_t W = 64 / sizeof(arith_t<T>);
   std::int64_t j = 0;
-  for (; j + W <= rd; j += W) v5_interleaved_step<false>(x, y, j, C2, S2, 0);
+  for (; j + W <= rd; j += W) v5_interleaved_step<false, Nt>(x, y, j, C2, S2, 0);
   // rd and W are even, so the masked tail covers whole pairs only.
   if (j < rd)
-    v5_interleaved_step<true>(x, y, j, C2, S2, static_cast<__mmask16>((1u << (rd - j)) - 1u));
+    v5_interleaved_step<true, false>(x, y, j, C2, S2,
+                                     static_cast<__mmask16>((1u << (rd - j)) - 1u));
 }
 #endif  // ROPECHECK_X86
 
 template <class T>
-HeadFn<T> pick(Path p, Layout l) {
+HeadFn<T> pick(Path p, Layout l, bool stream) {
   const bool half = l == Layout::half;
 #ifdef ROPECHECK_X86
-  if (p == Path::avx512) return half ? head_avx512_half<T> : head_avx512_interleaved<T>;
+  if (p == Path::avx512) {
+    if (stream) return half ? head_avx512_half<T, true> : head_avx512_interleaved<T, true>;
+    return half ? head_avx512_half<T, false> : head_avx512_interleaved<T, false>;
+  }
   if (p == Path::avx2) return half ? head_avx2_half<T> : head_avx2_interleaved<T>;
 #endif
   return half ? head_portable_half<T> : head_portable_interleaved<T>;
@@ -591,6 +602,27 @@ TableFn<A> pick_table(Path p) {
   return table_portable<A>;
 }
 
+// Non-temporal stores for the full vectors of large out-of-place calls. A memcpy of a tensor this
+// size streams its stores past the cache (glibc does above ~3/4 of the L3 share); with ordinary
+// stores every output line is first read (write-allocate), i.e. 1.5x the memory traffic of the
+// memcpy that is our speed limit. Only the store instruction changes, never a value. Needs every
+// full-vector store aligned to its width (64 bytes; 32 for f16/bf16, 16 f32 lanes narrowed):
+// out, both strides and, for the half layout, the second half's offset rd/2.
+template <class T>
+bool use_streaming_stores(const RopeSpec& spec, const TensorArgs& a, Path path) {
+  constexpr std::int64_t kMinBytes = std::int64_t{8} << 20;
+  if (path != Path::avx512 || a.in == a.out) return false;
+  const std::int64_t bytes =
+      a.n_tokens * a.n_heads * spec.head_dim * static_cast<std::int64_t>(sizeof(T));
+  if (bytes < kMinBytes) return false;
+  const std::int64_t align = sizeof(T) == 2 ? 32 : 64;
+  const std::int64_t sz = sizeof(T);
+  const std::int64_t half_off = spec.layout == Layout::half ? spec.rotary_dim / 2 * sz : 0;
+  return reinterpret_cast<std::uintptr_t>(a.out) % align == 0 &&
+         (a.token_stride * sz) % align == 0 && (a.head_stride * sz) % align == 0 &&
+         half_off % align == 0;
+}
+
 template <class T>
 void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
   using A = arith_t<T>;
@@ -598,7 +630,8 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
   auto* out = static_cast<T*>(a.out);
   const std::int64_t np = spec.n_pairs(), rd = spec.rotary_dim;
   const bool half = spec.layout == Layout::half;
-  const HeadFn<T> head = pick<T>(path, spec.layout);
+  const bool stream = use_streaming_stores<T>(spec, a, path);
+  const HeadFn<T> head = pick<T>(path, spec.layout, stream);
 
   std::vector<double> theta(np);
   for (std::int64_t i = 0; i < np; ++i) theta[i] = theta_f64(spec, i);
@@ -618,6 +651,10 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
       copy_tail(spec, in + off, out + off);
     }
   }
+#ifdef ROPECHECK_X86
+  // Streaming stores are weakly ordered: make them visible before the caller reads the output.
+  if (stream) _mm_sfence();
+#endif
 }
 
 class SimdKernel final : public BuiltinKernel {
