@@ -1,5 +1,6 @@
 #include "ropecheck/reports/stats.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -34,9 +35,60 @@ double percentile_sorted(const std::vector<double>& v, double p) {
   return v[rank - 1];
 }
 
+namespace {
+constexpr std::int32_t kSub = 256;
+constexpr int kMinExp = -64, kMaxExp = 64;
+constexpr std::int32_t kNonFinite = std::int32_t{1} << 30;
+}  // namespace
+
+void QuantileSketch::add(double v) {
+  ++n_;
+  std::int32_t key;
+  if (!std::isfinite(v)) {
+    key = kNonFinite;
+  } else if (v <= 0) {
+    key = 0;
+  } else {
+    int ex = 0;
+    const double m = std::frexp(v, &ex);  // v = m 2^ex, m in [1/2, 1)
+    if (ex < kMinExp) {
+      key = 1;  // below 2^-65: lumped into the lowest bin (its upper edge is still tiny)
+    } else if (ex > kMaxExp) {
+      key = kNonFinite - 1;
+    } else {
+      const auto sub =
+          std::min<std::int32_t>(kSub - 1, static_cast<std::int32_t>((m - 0.5) * 2 * kSub));
+      key = 1 + (ex - kMinExp) * kSub + sub;
+    }
+  }
+  ++bins_[key];
+}
+
+void QuantileSketch::merge(const QuantileSketch& o) {
+  for (const auto& [k, c] : o.bins_) bins_[k] += c;
+  n_ += o.n_;
+}
+
+double QuantileSketch::percentile(double p) const {
+  if (n_ == 0) return std::nan("");
+  auto rank = static_cast<std::int64_t>(std::ceil(p * static_cast<double>(n_)));
+  rank = std::clamp<std::int64_t>(rank, 1, n_);
+  std::int64_t seen = 0;
+  for (const auto& [k, c] : bins_) {
+    seen += c;
+    if (seen < rank) continue;
+    if (k == 0) return 0.0;
+    if (k >= kNonFinite - 1) return std::numeric_limits<double>::infinity();
+    const int ex = (k - 1) / kSub + kMinExp;
+    const int sub = (k - 1) % kSub;
+    return std::ldexp(0.5 + (sub + 1) / (2.0 * kSub), ex);  // upper edge of the bin
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
 void ErrorStats::add_element(double e) {
   ++n_elements;
-  ulps.push_back(e);
+  ulps.add(e);
   sum_ulp += e;
   sum_ulp2 += e * e;
   ++hist[static_cast<std::size_t>(ulp_bin(e))];
@@ -54,7 +106,7 @@ void ErrorStats::merge(const ErrorStats& o) {
   n_vectors += o.n_vectors;
   n_elements += o.n_elements;
   n_pairs += o.n_pairs;
-  ulps.insert(ulps.end(), o.ulps.begin(), o.ulps.end());
+  ulps.merge(o.ulps);
   sum_ulp += o.sum_ulp;
   sum_ulp2 += o.sum_ulp2;
   merge_worst(worst_ulp, o.worst_ulp);

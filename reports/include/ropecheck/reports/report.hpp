@@ -38,7 +38,7 @@ struct Options {
   std::int64_t max_position = std::int64_t{1} << 20;
   // Input vectors per kernel x dtype x spec x position bucket (drawn as ceil(samples/4) positions
   // with 4 head vectors each: the exact trig of a position is shared by its heads).
-  std::int64_t samples = 64;
+  std::int64_t samples = 1024;
   std::uint64_t seed = 1;
   unsigned threads = 0;         // 0 = std::thread::hardware_concurrency()
   unsigned reference_bits = 0;  // 0 = reference::default_bits (160 for every dtype we have)
