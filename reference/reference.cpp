@@ -45,37 +45,163 @@ struct Scratch {
 // arguments exactly, so positions like 2^40 or 1e22 are fine).
 void sin_cos(const Mp& a, Mp& s, Mp& c) { mpfr_sin_cos(raw(s), raw(c), raw(a), MPFR_RNDN); }
 
-// The magnitude scale s of every rotation block. Only `none` exists; a scaling variant that
-// changes the magnitude (e.g. YaRN's attention factor) becomes a case here.
-Mp magnitude(const RopeSpec& spec) {
-  switch (spec.scaling.kind) {
-    case ScalingKind::none:
-      return exact(spec.scale);
-  }
-  throw std::invalid_argument("reference: unknown scaling kind");
-}
-
 void check_pair(const RopeSpec& spec, std::int64_t pair) {
   if (pair < 0 || pair >= spec.n_pairs())
     throw std::out_of_range("reference: pair " + std::to_string(pair) + " out of range for " +
                             describe(spec));
 }
 
-// ln(base), the one transcendental shared by the whole theta ladder.
+Mp pi() {
+  Mp r;
+  mpfr_const_pi(raw(r), MPFR_RNDN);
+  return r;
+}
+Mp mp_int(std::int64_t v) { return Mp(v); }  // exact: |v| < 2^63 fits any precision >= 64
+
+// ln(base') of the ladder: ln(base) for every variant but dynamic NTK, whose base is
+// (HF _compute_dynamic_ntk_parameters)
+//   base' = base * (f L / L0 - (f - 1)) ^ (d / (d - 2)),  L = max(seq_len, L0),
+// so ln base' = ln base + d/(d-2) ln(f L / L0 - f + 1), every step rounded once at MP precision.
 Mp log_base(const RopeSpec& spec) {
-  switch (spec.scaling.kind) {
-    case ScalingKind::none:
-      return bmp::log(exact(spec.base));
-  }
-  throw std::invalid_argument("reference: unknown scaling kind");
+  const Mp lnb = bmp::log(exact(spec.base));
+  if (spec.scaling.kind != ScalingKind::dynamic) return lnb;
+  const Scaling& sc = spec.scaling;
+  const std::int64_t L = std::max(sc.seq_len, sc.max_position_embeddings);
+  const Mp f = exact(sc.factor);
+  const Mp t = f * mp_int(L) / mp_int(sc.max_position_embeddings) - (f - 1);
+  const Mp d = mp_int(spec.ladder_dim());
+  return lnb + d / (d - 2) * bmp::log(t);
 }
 
-// base^(-2i/rd) = exp(-(2i/rd) ln base); 2i and rd are exact integers, the quotient and every
-// step after it are rounded once at MP precision. i = 0 gives exp(-0) = 1 exactly. inv_freq and
-// the per-vector paths below all go through here, so they see bit-identical theta_i.
+// base^(-2j/dim) = exp(-(2j/dim) ln base); 2j and dim are exact integers, the quotient and every
+// step after it are rounded once at MP precision. j = 0 gives exp(-0) = 1 exactly.
 Mp theta_from_log_base(const RopeSpec& spec, std::int64_t pair, const Mp& ln_base) {
-  const Mp exponent = Mp(2 * pair) / Mp(spec.rotary_dim);
+  const auto [j, dim] = spec.ladder(pair);
+  const Mp exponent = Mp(2 * j) / Mp(dim);
   return bmp::exp(-exponent * ln_base);
+}
+
+// HF get_mscale: 0.1 * mscale * ln(scale) + 1 for scale > 1, else 1. The recipe's 0.1 is the
+// decimal one tenth (its meaning), not the double nearest to it.
+Mp yarn_get_mscale(const Mp& scale, const Mp& mscale) {
+  if (scale <= 1) return Mp(1);
+  return Mp(1) / 10 * mscale * bmp::log(scale) + 1;
+}
+
+// The variant's attention factor in MP (precedence as in spec.hpp / HF).
+Mp attention_factor(const RopeSpec& spec) {
+  const Scaling& sc = spec.scaling;
+  switch (sc.kind) {
+    case ScalingKind::yarn: {
+      if (sc.attention_factor) return exact(*sc.attention_factor);
+      const Mp f = exact(sc.factor);
+      if (sc.mscale != 0 && sc.mscale_all_dim != 0)
+        return yarn_get_mscale(f, exact(sc.mscale)) / yarn_get_mscale(f, exact(sc.mscale_all_dim));
+      return yarn_get_mscale(f, Mp(1));
+    }
+    case ScalingKind::longrope: {
+      if (sc.attention_factor) return exact(*sc.attention_factor);
+      const Mp orig = mp_int(sc.original_max_position_embeddings);
+      const Mp f = mp_int(sc.max_position_embeddings) / orig;
+      if (f <= 1) return Mp(1);
+      return bmp::sqrt(1 + bmp::log(f) / bmp::log(orig));
+    }
+    default:
+      return Mp(1);
+  }
+}
+
+// theta'_i for every pair (MP), the variant applied to the unscaled ladder. Each formula is the
+// recipe's (HF transformers modeling_rope_utils) evaluated in exact arithmetic up to one MP
+// rounding per operation; comparisons (llama3 bands, yarn floor/ceil) are on MP values.
+std::vector<Mp> compute_ladder(const RopeSpec& spec) {
+  const Scaling& sc = spec.scaling;
+  const Mp ln_base = log_base(spec);
+  const std::int64_t np = spec.n_pairs();
+  std::vector<Mp> th;
+  th.reserve(static_cast<std::size_t>(np));
+  for (std::int64_t i = 0; i < np; ++i) th.push_back(theta_from_log_base(spec, i, ln_base));
+  switch (sc.kind) {
+    case ScalingKind::none:
+    case ScalingKind::dynamic:
+      break;
+    case ScalingKind::linear: {
+      // HF _compute_linear_scaling_rope_parameters: inv_freq /= factor.
+      const Mp f = exact(sc.factor);
+      for (auto& t : th) t /= f;
+      break;
+    }
+    case ScalingKind::freq_factors:
+      // ggml rope (rope_freqs / freq_factors): theta_extrap = theta_base / freq_factor.
+      for (std::int64_t i = 0; i < np; ++i)
+        th[static_cast<std::size_t>(i)] /= exact(sc.freq_factors[static_cast<std::size_t>(i)]);
+      break;
+    case ScalingKind::longrope: {
+      // HF _compute_longrope_parameters: inv_freq = 1 / (ext_factors * base^(2i/dim)); long
+      // factors iff seq_len > original_max_position_embeddings (strictly).
+      const bool use_long = sc.seq_len > sc.original_max_position_embeddings;
+      const auto& ext = use_long ? sc.long_factor : sc.short_factor;
+      for (std::int64_t i = 0; i < np; ++i)
+        th[static_cast<std::size_t>(i)] /= exact(ext[static_cast<std::size_t>(i)]);
+      break;
+    }
+    case ScalingKind::llama3: {
+      // HF _compute_llama3_parameters:
+      //   wavelen = 2 pi / inv_freq; wavelen > orig/low -> inv_freq / factor;
+      //   wavelen < orig/high -> inv_freq; otherwise
+      //   smooth = (orig / wavelen - low) / (high - low),
+      //   inv_freq = (1 - smooth) * inv_freq / factor + smooth * inv_freq.
+      const Mp orig = mp_int(sc.original_max_position_embeddings);
+      const Mp lo = exact(sc.low_freq_factor), hi = exact(sc.high_freq_factor);
+      const Mp f = exact(sc.factor);
+      const Mp low_wl = orig / lo, high_wl = orig / hi, two_pi = 2 * pi();
+      for (auto& t : th) {
+        const Mp wavelen = two_pi / t;
+        if (wavelen < high_wl) continue;
+        if (wavelen > low_wl) {
+          t /= f;
+          continue;
+        }
+        const Mp smooth = (orig / wavelen - lo) / (hi - lo);
+        t = (1 - smooth) * t / f + smooth * t;
+      }
+      break;
+    }
+    case ScalingKind::yarn: {
+      // HF _compute_yarn_parameters:
+      //   find_correction_dim(r) = dim ln(orig / (r 2 pi)) / (2 ln base)
+      //   low, high = floor/ceil (truncate) of it at beta_fast, beta_slow; max(low, 0),
+      //   min(high, dim - 1); high += 0.001 when equal;
+      //   ramp_j = clamp((j - low) / (high - low), 0, 1)
+      //   inv_freq = (inv_freq / factor) * ramp + inv_freq * (1 - ramp)
+      // (j runs over the pair index, torch.arange(dim // 2)).
+      const Mp d = mp_int(spec.ladder_dim());
+      const Mp orig = mp_int(sc.original_max_position_embeddings);
+      const Mp lnb = bmp::log(exact(spec.base));
+      const Mp two_pi = 2 * pi();
+      const auto corr = [&](double rot) {
+        return d * bmp::log(orig / (exact(rot) * two_pi)) / (2 * lnb);
+      };
+      Mp low = corr(sc.beta_fast), high = corr(sc.beta_slow);
+      if (sc.truncate) {
+        low = bmp::floor(low);
+        high = bmp::ceil(high);
+      }
+      if (low < 0) low = Mp(0);
+      if (high > d - 1) high = d - 1;
+      if (low == high) high += exact(0.001);  // the double HF adds (a Python float)
+      const Mp f = exact(sc.factor);
+      for (std::int64_t i = 0; i < np; ++i) {
+        Mp ramp = (mp_int(spec.ladder(i).first) - low) / (high - low);
+        if (ramp < 0) ramp = Mp(0);
+        if (ramp > 1) ramp = Mp(1);
+        Mp& t = th[static_cast<std::size_t>(i)];
+        t = (t / f) * ramp + t * (1 - ramp);
+      }
+      break;
+    }
+  }
+  return th;
 }
 
 void check_input(const RopeSpec& spec, const std::vector<double>& x) {
@@ -134,9 +260,30 @@ std::string to_decimal(const Mp& v, int significant_digits) {
   return v.str(significant_digits, std::ios_base::fmtflags{});
 }
 
+namespace {
+const std::vector<Mp>& theta_ladder(const RopeSpec& spec);
+
+Positions broadcast(const RopeSpec& spec, const Mp& position) {
+  return Positions(static_cast<std::size_t>(spec.n_axes()), position);
+}
+void check_positions(const RopeSpec& spec, const Positions& p) {
+  if (static_cast<std::int64_t>(p.size()) != spec.n_axes())
+    throw std::invalid_argument("reference: " + std::to_string(p.size()) +
+                                " positions given, the spec has " + std::to_string(spec.n_axes()) +
+                                " axes");
+}
+}  // namespace
+
+Mp magnitude(const RopeSpec& spec) {
+  const Mp af = attention_factor(spec);
+  return af == 1 ? exact(spec.scale) : exact(spec.scale) * af;
+}
+
+std::vector<Mp> inv_freqs(const RopeSpec& spec) { return theta_ladder(spec); }
+
 Mp inv_freq(const RopeSpec& spec, std::int64_t pair) {
   check_pair(spec, pair);
-  return theta_from_log_base(spec, pair, log_base(spec));
+  return theta_ladder(spec)[static_cast<std::size_t>(pair)];
 }
 
 Mp angle(const RopeSpec& spec, std::int64_t pair, const Mp& position) {
@@ -144,30 +291,42 @@ Mp angle(const RopeSpec& spec, std::int64_t pair, const Mp& position) {
 }
 
 MpMatrix rotation(const RopeSpec& spec, const Mp& position) {
+  return rotation(spec, broadcast(spec, position));
+}
+
+MpMatrix rotation(const RopeSpec& spec, const Positions& positions) {
+  check_positions(spec, positions);
   const std::int64_t d = spec.head_dim;
   MpMatrix r = MpMatrix::Zero(d, d);
   const Mp s = magnitude(spec);
-  const Mp ln_base = log_base(spec);
+  const std::vector<Mp>& theta = theta_ladder(spec);
   Mp sn, cs;
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const auto [a, b] = spec.pair(i);
-    sin_cos(position * theta_from_log_base(spec, i, ln_base), sn, cs);
+    const Mp& m = positions[static_cast<std::size_t>(spec.pair_axis(i))];
+    sin_cos(m * theta[static_cast<std::size_t>(i)], sn, cs);
     r(a, a) = s * cs;
     r(a, b) = -(s * sn);
     r(b, a) = s * sn;
     r(b, b) = s * cs;
   }
   // Pass-through dims are copied, not scaled: s belongs to the rotation blocks only.
-  for (std::int64_t j = spec.rotary_dim; j < d; ++j) r(j, j) = Mp(1);
+  for (std::int64_t j = 0; j < d; ++j)
+    if (spec.is_passthrough(j)) r(j, j) = Mp(1);
   return r;
 }
 
 MpVector apply_dense(const RopeSpec& spec, const Mp& position, const std::vector<double>& x) {
+  return apply_dense(spec, broadcast(spec, position), x);
+}
+
+MpVector apply_dense(const RopeSpec& spec, const Positions& positions,
+                     const std::vector<double>& x) {
   check_input(spec, x);
   MpVector v(spec.head_dim);
   for (std::int64_t j = 0; j < spec.head_dim; ++j) v(j) = exact(x[j]);
   // Note: a non-finite input poisons every output here (0 * inf = NaN), as the math does.
-  MpVector out = rotation(spec, position) * v;
+  MpVector out = rotation(spec, positions) * v;
   return out;
 }
 
@@ -183,7 +342,7 @@ namespace {
 struct TrigTable {
   RopeSpec spec;
   mpfr_prec_t prec = 0;
-  Mp position;
+  Positions position;
   std::vector<Mp> sc, ss;
 };
 
@@ -206,14 +365,12 @@ const std::vector<Mp>& theta_ladder(const RopeSpec& spec) {
   Ladder l;
   l.spec = spec;
   l.prec = prec;
-  const Mp ln_base = log_base(spec);
-  for (std::int64_t i = 0; i < spec.n_pairs(); ++i)
-    l.theta.push_back(theta_from_log_base(spec, i, ln_base));
+  l.theta = compute_ladder(spec);
   cache.push_back(std::move(l));
   return cache.back().theta;
 }
 
-void fill_trig(const RopeSpec& spec, const Mp& position, TrigTable& t) {
+void fill_trig(const RopeSpec& spec, const Positions& position, TrigTable& t) {
   t.spec = spec;
   t.prec = current_prec();
   t.position = position;
@@ -224,7 +381,8 @@ void fill_trig(const RopeSpec& spec, const Mp& position, TrigTable& t) {
   t.ss.resize(np);
   Mp ang, sn, cs;
   for (std::size_t i = 0; i < np; ++i) {
-    mpfr_mul(raw(ang), raw(position), raw(theta[i]), MPFR_RNDN);
+    const Mp& m = position[static_cast<std::size_t>(spec.pair_axis(static_cast<std::int64_t>(i)))];
+    mpfr_mul(raw(ang), raw(m), raw(theta[i]), MPFR_RNDN);
     mpfr_sin_cos(raw(sn), raw(cs), raw(ang), MPFR_RNDN);
     // Fresh numbers at the current precision (a cached Mp keeps the precision it was made with).
     t.sc[i] = Mp();
@@ -246,27 +404,47 @@ MpVector rotate_with(const RopeSpec& spec, const TrigTable& t, const std::vector
     mpfr_fmms(raw(out(a)), c, xa.v, s, xb.v, MPFR_RNDN);  // s cos x_a - s sin x_b, one rounding
     mpfr_fmma(raw(out(b)), s, xa.v, c, xb.v, MPFR_RNDN);  // s sin x_a + s cos x_b, one rounding
   }
-  for (std::int64_t j = spec.rotary_dim; j < spec.head_dim; ++j) out(j) = exact(x[j]);
+  for (std::int64_t j = 0; j < spec.head_dim; ++j)
+    if (spec.is_passthrough(j)) out(j) = exact(x[j]);
   return out;
+}
+
+bool same_positions(const Positions& a, const Positions& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!mpfr_equal_p(raw(a[i]), raw(b[i]))) return false;
+  return true;
 }
 
 }  // namespace
 
 MpVector apply_blocked(const RopeSpec& spec, const Mp& position, const std::vector<double>& x) {
+  return apply_blocked(spec, broadcast(spec, position), x);
+}
+
+MpVector apply_cached(const RopeSpec& spec, const Mp& position, const std::vector<double>& x) {
+  return apply_cached(spec, broadcast(spec, position), x);
+}
+
+MpVector apply_blocked(const RopeSpec& spec, const Positions& position,
+                       const std::vector<double>& x) {
   check_input(spec, x);
+  check_positions(spec, position);
   TrigTable t;
   fill_trig(spec, position, t);
   return rotate_with(spec, t, x);
 }
 
-MpVector apply_cached(const RopeSpec& spec, const Mp& position, const std::vector<double>& x) {
+MpVector apply_cached(const RopeSpec& spec, const Positions& position,
+                      const std::vector<double>& x) {
   check_input(spec, x);
+  check_positions(spec, position);
   // Most-recently-used first; a sweep over vectors at one position hits the front entry.
   thread_local std::vector<std::unique_ptr<TrigTable>> lru;
   const mpfr_prec_t prec = current_prec();
   std::size_t hit = lru.size();
   for (std::size_t k = 0; k < lru.size(); ++k)
-    if (lru[k]->prec == prec && mpfr_equal_p(raw(lru[k]->position), raw(position)) &&
+    if (lru[k]->prec == prec && same_positions(lru[k]->position, position) &&
         lru[k]->spec == spec) {
       hit = k;
       break;
@@ -390,7 +568,8 @@ VectorError compare(const RopeSpec& spec, Dtype d, const std::vector<double>& in
     }
   }
 
-  for (std::int64_t j = spec.rotary_dim; j < spec.head_dim; ++j) {
+  for (std::int64_t j = 0; j < spec.head_dim; ++j) {
+    if (!spec.is_passthrough(j)) continue;
     const bool ok = std::isnan(input[j]) ? std::isnan(got[j])
                                          : std::bit_cast<std::uint64_t>(input[j]) ==
                                                std::bit_cast<std::uint64_t>(got[j]);

@@ -13,23 +13,40 @@
 
 namespace ropecheck::kernels {
 
-// Shared supports()/argument checks. Every built-in kernel handles every valid spec with no
-// frequency scaling; anything else is a skip (unsupported), never a failure.
+// Shared supports()/argument checks. `extended()` kernels (scalar, simd) handle every valid spec:
+// every scaling variant, every layout, multi-axis and real positions. The others handle the
+// unscaled interleaved/half specs; anything else is a skip (unsupported), never a failure.
 class BuiltinKernel : public Kernel {
  public:
   bool supports(const RopeSpec& spec, Dtype d) const override {
-    return spec.scaling.kind == ScalingKind::none && spec.rotary_dim % 2 == 0 &&
-           spec.rotary_dim >= 0 && spec.rotary_dim <= spec.head_dim && spec.head_dim >= 1 &&
+    const bool basic = spec.scaling.kind == ScalingKind::none &&
+                       (spec.layout == Layout::interleaved || spec.layout == Layout::half);
+    if (!(extended() || basic) || !known(spec)) return false;
+    return spec.rotary_dim % 2 == 0 && spec.rotary_dim >= 0 && spec.rotary_dim <= spec.head_dim &&
+           spec.head_dim >= 1 &&
            (d == Dtype::f64 || d == Dtype::f32 || d == Dtype::f16 || d == Dtype::bf16);
   }
 
  protected:
+  virtual bool extended() const { return false; }
+  // A spec of a variant/layout this build knows, with its parameters valid (e.g. a per-pair
+  // factor list of the right length): anything else is unsupported, never guessed at.
+  static bool known(const RopeSpec& spec) {
+    try {
+      spec.validate();
+      return true;
+    } catch (const SpecError&) {
+      return false;
+    }
+  }
   // ok: run; otherwise the status to return.
   KernelStatus check(const RopeSpec& spec, const TensorArgs& a) const {
     if (!supports(spec, a.dtype)) return KernelStatus::unsupported;
+    if (a.n_axes != 1 && a.n_axes != spec.n_axes()) return KernelStatus::error;
+    if (!extended() && (a.n_axes != 1 || a.real_positions)) return KernelStatus::unsupported;
     if (a.n_tokens < 0 || a.n_heads < 0) return KernelStatus::error;
     if (a.n_tokens == 0 || a.n_heads == 0) return KernelStatus::ok;
-    if (!a.positions || !a.in || !a.out) return KernelStatus::error;
+    if ((!a.positions && !a.real_positions) || !a.in || !a.out) return KernelStatus::error;
     return KernelStatus::ok;
   }
 };
@@ -73,18 +90,37 @@ inline double load_as_double(T v) {
 }
 
 // The pow_product recipe in f64: theta_i = base^(-2i/rotary_dim). Kept in one place so that the
-// scalar, simd and complex kernels agree on the angle bit-for-bit.
+// scalar, simd and complex kernels agree on the angle bit-for-bit. Variants and multi-axis
+// ladders: ropecheck::theta_ladder_f64(spec) (spec.cpp), whose ScalingKind::none entries are
+// exactly this value for the 1-D layouts.
 inline double theta_f64(const RopeSpec& spec, std::int64_t i) {
   return std::pow(spec.base, -2.0 * static_cast<double>(i) / static_cast<double>(spec.rotary_dim));
 }
 
-// Copies the pass-through dims [rotary_dim, head_dim) bit-exactly (out-of-place only; in-place
-// leaves them untouched). memcpy, not T assignment, so NaN payloads and -0 survive.
+// Copies the pass-through dims bit-exactly (out-of-place only; in-place leaves them untouched):
+// [rotary_dim, head_dim), or for the proportional layout [rd/2, hd/2) and [hd/2 + rd/2, hd).
+// memcpy, not T assignment, so NaN payloads and -0 survive.
 template <class T>
 inline void copy_tail(const RopeSpec& spec, const T* x, T* y) {
-  if (x == y || spec.head_dim == spec.rotary_dim) return;
-  std::memcpy(y + spec.rotary_dim, x + spec.rotary_dim,
-              static_cast<std::size_t>(spec.head_dim - spec.rotary_dim) * sizeof(T));
+  if (x == y) return;
+  const auto cp = [&](std::int64_t from, std::int64_t to) {
+    if (to > from) std::memcpy(y + from, x + from, static_cast<std::size_t>(to - from) * sizeof(T));
+  };
+  if (spec.layout == Layout::proportional) {
+    const std::int64_t h = spec.head_dim / 2, r = spec.rotary_dim / 2;
+    cp(r, h);
+    cp(h + r, spec.head_dim);
+    return;
+  }
+  cp(spec.rotary_dim, spec.head_dim);
+}
+
+// Token t's position for pair i as a double (multi-axis: the pair's axis; n_axes == 1: the one
+// position). int64 -> double is exact below 2^53, as before.
+inline double position_of(const RopeSpec& spec, const TensorArgs& a, std::int64_t t,
+                          std::int64_t axis) {
+  const std::int64_t k = t * a.n_axes + (a.n_axes == 1 ? 0 : axis);
+  return a.real_positions ? a.real_positions[k] : static_cast<double>(a.positions[k]);
 }
 
 }  // namespace ropecheck::kernels

@@ -1,8 +1,11 @@
-// `scalar`: the readable kernel. Everything in f64 for every dtype: theta_i by std::pow, the angle
-// m * theta_i, std::cos/std::sin, the rotation, then one rounding into storage.
+// `scalar`: the readable kernel. Everything in f64 for every dtype: theta'_i by std::pow and the
+// variant's f64 formula (theta_ladder_f64), the angle m_axis * theta'_i, std::cos/std::sin, the
+// rotation with s = magnitude_f64(spec), then one rounding into storage. Supports every scaling
+// variant, every layout, multi-axis and real positions.
 #include "common.hpp"
 
 #include <cmath>
+#include <vector>
 
 namespace ropecheck::kernels {
 namespace {
@@ -11,10 +14,12 @@ template <class T>
 void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
   const auto* in = static_cast<const T*>(a.in);
   auto* out = static_cast<T*>(a.out);
+  const std::vector<double> theta = theta_ladder_f64(spec);
+  const double scale = magnitude_f64(spec);
   for (std::int64_t t = 0; t < a.n_tokens; ++t) {
-    const double m = static_cast<double>(a.positions[t]);
     for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
-      const double angle = m * theta_f64(spec, i);
+      const double m = position_of(spec, a, t, spec.pair_axis(i));
+      const double angle = m * theta[static_cast<std::size_t>(i)];
       const double c = std::cos(angle);
       const double s = std::sin(angle);
       const auto [ia, ib] = spec.pair(i);
@@ -23,8 +28,8 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
         // Read both elements before writing either: out may alias in.
         const double xa = load_as_double(in[off + ia]);
         const double xb = load_as_double(in[off + ib]);
-        out[off + ia] = store_from_double<T>(spec.scale * (xa * c - xb * s));
-        out[off + ib] = store_from_double<T>(spec.scale * (xa * s + xb * c));
+        out[off + ia] = store_from_double<T>(scale * (xa * c - xb * s));
+        out[off + ib] = store_from_double<T>(scale * (xa * s + xb * c));
       }
     }
     for (std::int64_t h = 0; h < a.n_heads; ++h) {
@@ -48,8 +53,10 @@ class ScalarKernel final : public BuiltinKernel {
             AngleRecipe::pow_product,
             false,
             "cos/sin recomputed per (token, pair) with std::cos/std::sin; no table; "
-            "f16/bf16 rounded once from f64 (round_to_dtype)"};
+            "f16/bf16 rounded once from f64 (round_to_dtype); scaling variants and magnitude "
+            "by the f64 recipe formulas (theta_ladder_f64, magnitude_f64)"};
   }
+  bool extended() const override { return true; }
   KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
     if (auto st = check(spec, a); st != KernelStatus::ok || a.n_tokens == 0 || a.n_heads == 0)
       return st;

@@ -292,19 +292,21 @@ inline void rotate_pair1(const T* x, T* y, std::int64_t ia, std::int64_t ib, ari
 
 // Tables: half layout uses C[i], S[i] (i < n_pairs); interleaved uses C2[j] = c_{j/2} and
 // S2[j] = (j odd ? s : -s)_{j/2} (j < rotary_dim), so one vector multiply covers both slots.
+// Half-style heads rotate pairs (i, i + off), i < rd/2: off = rd/2 for half/mrope/imrope and
+// head_dim/2 for proportional. Interleaved heads ignore off.
 template <class T>
-using HeadFn = void (*)(const T* x, T* y, std::int64_t rd, const arith_t<T>* C,
+using HeadFn = void (*)(const T* x, T* y, std::int64_t rd, std::int64_t off, const arith_t<T>* C,
                         const arith_t<T>* S);
 
 template <class T>
-void head_portable_half(const T* x, T* y, std::int64_t rd, const arith_t<T>* C,
+void head_portable_half(const T* x, T* y, std::int64_t rd, std::int64_t off, const arith_t<T>* C,
                         const arith_t<T>* S) {
-  const std::int64_t h = rd / 2;
-  for (std::int64_t i = 0; i < h; ++i) rotate_pair1(x, y, i, i + h, C[i], S[i]);
+  const std::int64_t n = rd / 2;
+  for (std::int64_t i = 0; i < n; ++i) rotate_pair1(x, y, i, i + off, C[i], S[i]);
 }
 template <class T>
-void head_portable_interleaved(const T* x, T* y, std::int64_t rd, const arith_t<T>* C2,
-                               const arith_t<T>* S2) {
+void head_portable_interleaved(const T* x, T* y, std::int64_t rd, std::int64_t,
+                               const arith_t<T>* C2, const arith_t<T>* S2) {
   for (std::int64_t j = 0; j < rd; j += 2) rotate_pair1(x, y, j, j + 1, C2[j], S2[j + 1]);
 }
 
@@ -388,23 +390,23 @@ RC_AVX2 void table_avx2(const double* theta, std::int64_t np, double m, double s
 }
 
 template <class T>
-RC_AVX2 void head_avx2_half(const T* x, T* y, std::int64_t rd, const arith_t<T>* C,
+RC_AVX2 void head_avx2_half(const T* x, T* y, std::int64_t rd, std::int64_t h, const arith_t<T>* C,
                             const arith_t<T>* S) {
   constexpr std::int64_t W = 32 / sizeof(arith_t<T>);
-  const std::int64_t h = rd / 2;
+  const std::int64_t n = rd / 2;
   std::int64_t i = 0;
-  for (; i + W <= h; i += W) {
+  for (; i + W <= n; i += W) {
     const auto a = v2_ld(x + i), b = v2_ld(x + h + i);
     const auto c = v2_ld(C + i), s = v2_ld(S + i);
     v2_st(y + i, v2_fma(a, c, v2_neg(v2_mul(b, s))));
     v2_st(y + h + i, v2_fma(b, c, v2_mul(a, s)));
   }
-  for (; i < h; ++i) rotate_pair1(x, y, i, i + h, C[i], S[i]);
+  for (; i < n; ++i) rotate_pair1(x, y, i, i + h, C[i], S[i]);
 }
 
 template <class T>
-RC_AVX2 void head_avx2_interleaved(const T* x, T* y, std::int64_t rd, const arith_t<T>* C2,
-                                   const arith_t<T>* S2) {
+RC_AVX2 void head_avx2_interleaved(const T* x, T* y, std::int64_t rd, std::int64_t,
+                                   const arith_t<T>* C2, const arith_t<T>* S2) {
   constexpr std::int64_t W = 32 / sizeof(arith_t<T>);
   std::int64_t j = 0;
   for (; j + W <= rd; j += W) {
@@ -557,19 +559,19 @@ RC_AVX512 inline void v5_interleaved_step(const T* x, T* y, std::int64_t j, cons
 }
 
 template <class T, bool Nt>
-RC_AVX512 void head_avx512_half(const T* x, T* y, std::int64_t rd, const arith_t<T>* C,
-                                const arith_t<T>* S) {
+RC_AVX512 void head_avx512_half(const T* x, T* y, std::int64_t rd, std::int64_t h,
+                                const arith_t<T>* C, const arith_t<T>* S) {
   constexpr std::int64_t W = 64 / sizeof(arith_t<T>);
-  const std::int64_t h = rd / 2;
+  const std::int64_t n = rd / 2;
   std::int64_t i = 0;
-  for (; i + W <= h; i += W) v5_half_step<false, Nt>(x, y, h, i, C, S, 0);
-  if (i < h)
-    v5_half_step<true, false>(x, y, h, i, C, S, static_cast<__mmask16>((1u << (h - i)) - 1u));
+  for (; i + W <= n; i += W) v5_half_step<false, Nt>(x, y, h, i, C, S, 0);
+  if (i < n)
+    v5_half_step<true, false>(x, y, h, i, C, S, static_cast<__mmask16>((1u << (n - i)) - 1u));
 }
 
 template <class T, bool Nt>
-RC_AVX512 void head_avx512_interleaved(const T* x, T* y, std::int64_t rd, const arith_t<T>* C2,
-                                       const arith_t<T>* S2) {
+RC_AVX512 void head_avx512_interleaved(const T* x, T* y, std::int64_t rd, std::int64_t,
+                                       const arith_t<T>* C2, const arith_t<T>* S2) {
   constexpr std::int64_t W = 64 / sizeof(arith_t<T>);
   std::int64_t j = 0;
   for (; j + W <= rd; j += W) v5_interleaved_step<false, Nt>(x, y, j, C2, S2, 0);
@@ -580,9 +582,15 @@ RC_AVX512 void head_avx512_interleaved(const T* x, T* y, std::int64_t rd, const 
 }
 #endif  // ROPECHECK_X86
 
+// Interleaved pairing: interleaved and axial; every other layout pairs (i, i + off).
+inline bool half_style(Layout l) { return l != Layout::interleaved && l != Layout::axial; }
+inline std::int64_t half_offset(const RopeSpec& spec) {
+  return spec.layout == Layout::proportional ? spec.head_dim / 2 : spec.rotary_dim / 2;
+}
+
 template <class T>
 HeadFn<T> pick(Path p, Layout l, bool stream) {
-  const bool half = l == Layout::half;
+  const bool half = half_style(l);
 #ifdef ROPECHECK_X86
   if (p == Path::avx512) {
     if (stream) return half ? head_avx512_half<T, true> : head_avx512_interleaved<T, true>;
@@ -626,7 +634,7 @@ bool use_streaming_stores(const RopeSpec& spec, const TensorArgs& a, Path path) 
   if (path != Path::avx512 || a.in == a.out || !is_large<T>(spec, a, path)) return false;
   const std::int64_t align = sizeof(T) == 2 ? 32 : 64;
   const std::int64_t sz = sizeof(T);
-  const std::int64_t half_off = spec.layout == Layout::half ? spec.rotary_dim / 2 * sz : 0;
+  const std::int64_t half_off = half_style(spec.layout) ? half_offset(spec) * sz : 0;
   return reinterpret_cast<std::uintptr_t>(a.out) % align == 0 &&
          (a.token_stride * sz) % align == 0 && (a.head_stride * sz) % align == 0 &&
          half_off % align == 0;
@@ -638,23 +646,36 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
   const auto* in = static_cast<const T*>(a.in);
   auto* out = static_cast<T*>(a.out);
   const std::int64_t np = spec.n_pairs(), rd = spec.rotary_dim;
-  const bool half = spec.layout == Layout::half;
+  const bool half = half_style(spec.layout);
+  const std::int64_t hoff = half_offset(spec);
   const bool stream = use_streaming_stores<T>(spec, a, path);
   const bool prefetch = is_large<T>(spec, a, path);
   const HeadFn<T> head = pick<T>(path, spec.layout, stream);
 
-  std::vector<double> theta(np);
-  for (std::int64_t i = 0; i < np; ++i) theta[i] = theta_f64(spec, i);
+  // theta'_i by the f64 variant formulas (identical to theta_f64 for unscaled 1-D specs), and
+  // s = magnitude_f64 (spec.scale times the variant's attention factor).
+  const std::vector<double> theta = theta_ladder_f64(spec);
+  const double scale = magnitude_f64(spec);
   std::vector<A> C(rd), S(rd);
   std::vector<double> cb(np), sb(np);
   const TableFn<A> table = pick_table<A>(path);
+  // Multi-axis or real positions: angles m_axis(i) * theta'_i are formed here (one f64 product,
+  // as in the 1-D table functions) and passed with m = 1 (1 * angle is exact).
+  const bool per_pair_positions = (a.n_axes != 1 && spec.n_axes() != 1) || a.real_positions;
+  std::vector<double> ang(per_pair_positions ? np : 0);
 
   for (std::int64_t t = 0; t < a.n_tokens; ++t) {
-    const std::int64_t pos = a.positions[t];
-    // The table depends on the position only; runs of equal positions reuse it.
-    if (rd > 0 && (t == 0 || pos != a.positions[t - 1]))
-      table(theta.data(), np, static_cast<double>(pos), spec.scale, half, cb.data(), sb.data(),
-            C.data(), S.data());
+    if (per_pair_positions) {
+      for (std::int64_t i = 0; i < np; ++i)
+        ang[i] = position_of(spec, a, t, spec.pair_axis(i)) * theta[i];
+      if (rd > 0) table(ang.data(), np, 1.0, scale, half, cb.data(), sb.data(), C.data(), S.data());
+    } else {
+      const std::int64_t pos = a.positions[t * a.n_axes];
+      // The table depends on the position only; runs of equal positions reuse it.
+      if (rd > 0 && (t == 0 || pos != a.positions[(t - 1) * a.n_axes]))
+        table(theta.data(), np, static_cast<double>(pos), scale, half, cb.data(), sb.data(),
+              C.data(), S.data());
+    }
     for (std::int64_t hd = 0; hd < a.n_heads; ++hd) {
       const std::int64_t off = t * a.token_stride + hd * a.head_stride;
 #ifdef ROPECHECK_X86
@@ -665,7 +686,7 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
           _mm_prefetch(ahead + b, _MM_HINT_T0);
       }
 #endif
-      if (rd > 0) head(in + off, out + off, rd, C.data(), S.data());
+      if (rd > 0) head(in + off, out + off, rd, hoff, C.data(), S.data());
       copy_tail(spec, in + off, out + off);
     }
   }
@@ -693,8 +714,11 @@ class SimdKernel final : public BuiltinKernel {
             std::string("path: ") + path_name(current_path()) +
                 " (all paths bit-identical); cos/sin: own vectorized f64 evaluation, absolute "
                 "error <= 2^-53 for |angle| <= 2^28, libm beyond; out_a = fma(x_a, c, x_b*(-s)), "
-                "out_b = fma(x_b, c, x_a*s); table holds scale*cos, scale*sin"};
+                "out_b = fma(x_b, c, x_a*s); table holds scale*cos, scale*sin; scaling variants, "
+                "magnitude and multi-axis angles by the f64 recipe formulas (theta_ladder_f64, "
+                "magnitude_f64), as `scalar`"};
   }
+  bool extended() const override { return true; }
   KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
     if (auto st = check(spec, a); st != KernelStatus::ok || a.n_tokens == 0 || a.n_heads == 0)
       return st;

@@ -37,7 +37,11 @@ struct Policy {
 
 // One call: n_tokens x n_heads vectors of head_dim elements. Element (t, h, j) is at
 // base + t * token_stride + h * head_stride + j (strides in elements). `out` may equal `in`
-// (in-place). positions[t] is token t's position.
+// (in-place). positions[t * n_axes + a] is token t's position on axis a; n_axes is 1 (the
+// default: one position per token, used on every axis of a multi-axis spec, i.e. t = h = w) or
+// spec.n_axes(). real_positions, when set, replaces `positions` (same indexing) with real-valued
+// positions taken as exact doubles (CogVideoX linspace grids); kernels that cannot take them
+// return unsupported.
 struct TensorArgs {
   Dtype dtype = Dtype::f32;
   std::int64_t n_tokens = 0;
@@ -47,6 +51,8 @@ struct TensorArgs {
   void* out = nullptr;
   std::int64_t token_stride = 0;
   std::int64_t head_stride = 0;
+  std::int64_t n_axes = 1;
+  const double* real_positions = nullptr;
 };
 
 enum class KernelStatus : int { ok = 0, unsupported = 1, error = 2 };

@@ -36,25 +36,43 @@ Mp exact(double v);  // the double's exact value
 Mp parse_decimal(const std::string& s);
 std::string to_decimal(const Mp& v, int significant_digits);
 
-// theta_i = base^(-2i/rotary_dim), computed in MP (never via double).
+// theta'_i: the ladder base^(-2j/dim) of the spec's layout with the spec's frequency scaling
+// variant applied, computed in MP (never via double; parameters given as doubles are taken
+// exactly). For ScalingKind::none, theta_i = base^(-2i/rotary_dim).
 Mp inv_freq(const RopeSpec& spec, std::int64_t pair);
+// All pairs at once (cached per spec and precision).
+std::vector<Mp> inv_freqs(const RopeSpec& spec);
+// The magnitude s = scale * attention factor of the variant (YaRN, LongRoPE), in MP.
+Mp magnitude(const RopeSpec& spec);
 // m * theta_i in MP; m may be fractional.
 Mp angle(const RopeSpec& spec, std::int64_t pair, const Mp& position);
+
+// Multi-axis positions: one MP position per axis (spec.n_axes() of them); pair i turns by
+// positions[spec.pair_axis(i)] * theta'_i. The single-position overloads below use the same
+// position on every axis (t = h = w), which is what a 1-D call of a multi-axis spec means.
+using Positions = std::vector<Mp>;
 
 // Dense head_dim x head_dim R_m: s * 2x2 rotation blocks at the layout's pair indices, identity
 // on pass-through dims. spec must be normalized.
 MpMatrix rotation(const RopeSpec& spec, const Mp& position);
+MpMatrix rotation(const RopeSpec& spec, const Positions& positions);
 // R_m x by dense matrix-vector product; x holds dtype values exactly (as doubles).
 MpVector apply_dense(const RopeSpec& spec, const Mp& position, const std::vector<double>& x);
+MpVector apply_dense(const RopeSpec& spec, const Positions& positions,
+                     const std::vector<double>& x);
 // The same result using the block structure (O(head_dim)); cross-checked against apply_dense.
 // The block entries s*cos, s*sin are rotation()'s, bit for bit; each output is then one rounding
 // of s cos x_a - s sin x_b (resp. s sin x_a + s cos x_b) instead of the dense sum's several.
 MpVector apply_blocked(const RopeSpec& spec, const Mp& position, const std::vector<double>& x);
+MpVector apply_blocked(const RopeSpec& spec, const Positions& positions,
+                       const std::vector<double>& x);
 // apply_blocked with the block entries cached per (spec, position, precision) in a small
 // per-thread most-recently-used list (kTrigCacheEntries positions): the fast oracle for sweeps
 // that evaluate many vectors at the same positions. Same values as apply_blocked, bit for bit.
 inline constexpr std::size_t kTrigCacheEntries = 64;
 MpVector apply_cached(const RopeSpec& spec, const Mp& position, const std::vector<double>& x);
+MpVector apply_cached(const RopeSpec& spec, const Positions& positions,
+                      const std::vector<double>& x);
 
 // ---- one correct rounding ---------------------------------------------------------------------
 // Round-to-nearest-even of an exact value into dtype d, with d's subnormals and overflow to +-inf,
