@@ -216,6 +216,7 @@ std::optional<Dtype> dtype_of_elem(tio::ElemType e) {
 }
 
 std::string fmt(double v, int prec = 4) {
+  if (std::isnan(v)) return "nan";
   std::ostringstream o;
   o << std::setprecision(prec) << v;
   return o.str();

@@ -309,13 +309,16 @@ bool PluginKernel::ensure_worker() const {
 }
 
 bool PluginKernel::supports(const RopeSpec& spec, Dtype d) const {
+  // Poisoned: nothing is supported until reset(), so a property engine that already saw the
+  // faulting call discards (instead of shrinking through) every further case.
+  if (poisoned()) return false;
   if ((desc_.dtypes & ROPECHECK_DTYPE_BIT(static_cast<int>(d))) == 0) return false;
   if ((desc_.layouts & ROPECHECK_LAYOUT_BIT(static_cast<int>(spec.layout))) == 0) return false;
   if (!desc_.head_dims.empty() && std::find(desc_.head_dims.begin(), desc_.head_dims.end(),
                                             spec.head_dim) == desc_.head_dims.end())
     return false;
   if (!desc_.has_supports) return true;
-  if (poisoned() || !ensure_worker()) return false;
+  if (!ensure_worker()) return false;
   ipc::Writer w;
   w.put(to_c(spec));
   w.put<std::int32_t>(static_cast<std::int32_t>(d));
@@ -345,8 +348,8 @@ bool PluginKernel::supports(const RopeSpec& spec, Dtype d) const {
 
 KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) const {
   ++calls_;
-  if (!supports(spec, a.dtype)) return KernelStatus::unsupported;
   if (poisoned()) return KernelStatus::error;
+  if (!supports(spec, a.dtype)) return KernelStatus::unsupported;
   if (a.n_tokens < 0 || a.n_heads < 0 || !a.in || !a.out || (a.n_tokens > 0 && !a.positions))
     return KernelStatus::error;
   if (a.n_tokens == 0 || a.n_heads == 0 || spec.head_dim == 0) return KernelStatus::ok;

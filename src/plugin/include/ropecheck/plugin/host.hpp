@@ -6,7 +6,8 @@
 // supports()/apply() is a request over a pipe; the worker runs the plugin on guarded copies of the
 // buffers and sends the result back. A crash, abort, exit() or hang (per-call timeout) kills only
 // the worker; it is recorded as a Fault, the kernel is "poisoned" (further calls fail fast without
-// touching the plugin) until reset(), and a fresh worker is forked on the next call after reset().
+// touching the plugin: supports() is false, apply() returns error) until reset(), and a fresh
+// worker is forked on the next call after reset().
 #pragma once
 
 #include "ropecheck/kernel.hpp"

@@ -1,0 +1,151 @@
+// Writes the tensor dumps the `ropecheck check` tests read. Outputs are the multiprecision
+// reference correctly rounded into the dtype (an oracle independent of the code under test:
+// `check` and the bounds), then corrupted in the ways real dumps go wrong:
+//   good_f32.safetensors      correct; declared policy f64 angle/table/arithmetic (tight bound)
+//   good_bf16_hf.safetensors  correct; bf16, [batch, heads, tokens, dim], int32 positions,
+//                             default (production f32) policy
+//   perturbed.safetensors     good_f32 with y[token 3][head 1][5] moved k ULP away from zero,
+//                             k = ceil(bound / ulp) + 3: just a few ULP beyond the derived bound
+//   sinflip.safetensors       y = R_{-m} x (sin sign flipped)
+//   offbyone.safetensors      y = R_{m+1} x, positions say m
+//   truncated.safetensors     good_f32 cut in the middle of the header
+//   x.npy y.npy p.npy y_off.npy spec.json   the npy form (f16, [tokens, dim]); y_off off by one
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "ropecheck/bounds.hpp"
+#include "ropecheck/reference/reference.hpp"
+#include "ropecheck/tensorio/tensorio.hpp"
+
+using namespace ropecheck;
+namespace ref = ropecheck::reference;
+namespace tio = ropecheck::tensorio;
+
+namespace {
+
+const std::vector<std::int64_t> kPos = {0, 1, 5, 4096, 65537, -3};
+
+// x: [T][H][D] values in dtype d; y = round_d(R_{m+shift} x) or R_{-m} x when flip.
+std::vector<double> rotate(const RopeSpec& s, Dtype d, const std::vector<double>& x, std::int64_t T,
+                           std::int64_t H, std::int64_t shift, bool flip) {
+  std::vector<double> y(x.size());
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const auto off = (t * H + h) * s.head_dim;
+      std::vector<double> v(x.begin() + off, x.begin() + off + s.head_dim);
+      const std::int64_t m = flip ? -kPos[t] : kPos[t] + shift;
+      const auto r = ref::round_to(ref::apply_blocked(s, ref::Mp(m), v), d);
+      std::copy(r.begin(), r.end(), y.begin() + off);
+    }
+  return y;
+}
+
+std::vector<double> random_x(std::size_t n, Dtype d, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-3.0, 3.0);
+  std::vector<double> x(n);
+  for (auto& v : x) v = round_to_dtype(u(rng), d);
+  return x;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: ropecheck_dumpgen OUTDIR\n";
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const std::int64_t T = static_cast<std::int64_t>(kPos.size()), H = 2, D = 64;
+  RopeSpec s;
+  s.head_dim = D;
+  s.layout = Layout::half;
+  s = s.normalized();
+  ref::set_precision_bits(ref::default_bits(Dtype::f32));
+
+  // ---- f32, tight declared policy -------------------------------------------------------------
+  const auto x = random_x(static_cast<std::size_t>(T * H * D), Dtype::f32, 7);
+  const auto y = rotate(s, Dtype::f32, x, T, H, 0, false);
+  auto file = [&](const std::vector<double>& yy, const std::map<std::string, std::string>& md) {
+    tio::TensorFile f;
+    f.metadata = md;
+    f.tensors.push_back(tio::make_tensor("x", tio::ElemType::f32, {T, H, D}, x));
+    f.tensors.push_back(tio::make_tensor("y", tio::ElemType::f32, {T, H, D}, yy));
+    f.tensors.push_back(tio::make_int_tensor("positions", tio::ElemType::i64, {T}, kPos));
+    return f;
+  };
+  const std::map<std::string, std::string> tight = {{"layout", "half"},
+                                                    {"base", "10000"},
+                                                    {"angle_precision", "f64"},
+                                                    {"table_precision", "f64"},
+                                                    {"arithmetic_precision", "f64"},
+                                                    {"angle_recipe", "pow_product"}};
+  tio::write_safetensors(dir + "/good_f32.safetensors", file(y, tight));
+
+  // One element a few ULP beyond the bound of its pair.
+  {
+    const std::int64_t t = 3, h = 1, j = 5;  // half layout: element 5 is pair 5's first element
+    const auto off = (t * H + h) * D;
+    Policy pol{Dtype::f64, Dtype::f64, Dtype::f64, AngleRecipe::pow_product, false, ""};
+    const auto [a, b] = s.pair(j);
+    const double sn = std::hypot(x[off + a], x[off + b]);
+    const double bound = bounds::pair_error_bound(pol, s, Dtype::f32, j, kPos[t]).abs(sn);
+    const double ulp = ref::ulp(y[off + j], Dtype::f32);
+    const int k = static_cast<int>(std::ceil(bound / ulp)) + 3;
+    auto yp = y;
+    float v = static_cast<float>(yp[off + j]);
+    for (int i = 0; i < k; ++i) v = std::nextafter(v, std::copysign(INFINITY, v));
+    yp[off + j] = v;
+    std::cout << "perturbed: token 3 head 1 element 5 by " << k << " ulp (bound " << bound / ulp
+              << " ulp)\n";
+    tio::write_safetensors(dir + "/perturbed.safetensors", file(yp, tight));
+  }
+  tio::write_safetensors(dir + "/sinflip.safetensors",
+                         file(rotate(s, Dtype::f32, x, T, H, 0, true), tight));
+  tio::write_safetensors(dir + "/offbyone.safetensors",
+                         file(rotate(s, Dtype::f32, x, T, H, 1, false), tight));
+  {
+    std::ifstream in(dir + "/good_f32.safetensors", std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir + "/truncated.safetensors", std::ios::binary) << all.substr(0, 40);
+  }
+
+  // ---- bf16, HF layout [batch, heads, tokens, dim], int32 positions, default policy ----------
+  {
+    ref::set_precision_bits(ref::default_bits(Dtype::bf16));
+    const std::int64_t B = 2;
+    const auto xb = random_x(static_cast<std::size_t>(B * H * T * D), Dtype::bf16, 11);
+    std::vector<double> yb(xb.size());
+    for (std::int64_t bb = 0; bb < B; ++bb)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t t = 0; t < T; ++t) {
+          const auto off = ((bb * H + h) * T + t) * D;
+          std::vector<double> v(xb.begin() + off, xb.begin() + off + D);
+          const auto r = ref::round_to(ref::apply_blocked(s, ref::Mp(kPos[t]), v), Dtype::bf16);
+          std::copy(r.begin(), r.end(), yb.begin() + off);
+        }
+    tio::TensorFile f;
+    f.metadata = {{"layout", "half"}};
+    f.tensors.push_back(tio::make_tensor("q", tio::ElemType::bf16, {B, H, T, D}, xb));
+    f.tensors.push_back(tio::make_tensor("q_out", tio::ElemType::bf16, {B, H, T, D}, yb));
+    f.tensors.push_back(tio::make_int_tensor("positions", tio::ElemType::i32, {T}, kPos));
+    tio::write_safetensors(dir + "/good_bf16_hf.safetensors", f);
+  }
+
+  // ---- npy, f16 [tokens, dim] ---------------------------------------------------------------
+  {
+    ref::set_precision_bits(ref::default_bits(Dtype::f16));
+    const auto xh = random_x(static_cast<std::size_t>(T * D), Dtype::f16, 13);
+    tio::write_npy(dir + "/x.npy", tio::make_tensor("x", tio::ElemType::f16, {T, D}, xh));
+    tio::write_npy(dir + "/y.npy", tio::make_tensor("y", tio::ElemType::f16, {T, D},
+                                                    rotate(s, Dtype::f16, xh, T, 1, 0, false)));
+    tio::write_npy(dir + "/y_off.npy", tio::make_tensor("y", tio::ElemType::f16, {T, D},
+                                                        rotate(s, Dtype::f16, xh, T, 1, 1, false)));
+    tio::write_npy(dir + "/p.npy", tio::make_int_tensor("p", tio::ElemType::i64, {T}, kPos));
+    std::ofstream(dir + "/spec.json") << R"({"layout": "half", "base": 10000})"
+                                      << "\n";
+  }
+  return 0;
+}
