@@ -59,6 +59,46 @@
 //      storage error <= S ||pre-storage value|| <= S s ||x|| (1 + T' + Rr + Rr T')
 //    so second_order = Rr T' + S (T' + Rr) + S Rr T'. Kept explicitly because S = 2^-8 for bf16.
 //
+// 8. Scaling variants (f64 recipe formulas of spec.cpp: theta_ladder_f64, magnitude_f64; the
+//    reference has the exact ones). u = 2^-53 for every step, since the formulas run in f64;
+//    rho_theta = the relative error of the unscaled theta_i from 1. (with base' for dynamic NTK).
+//    The per-pair factor adds to rho_theta, then the product m theta' rounds once (1.).
+//    linear, freq_factors, longrope: theta / c, one division                     -> + u
+//    dynamic NTK: base' = base * t^(d/(d-2)), t = f L / L0 - (f - 1) (t >= 1):
+//      f L (u), / L0 (u), f - 1 (u |f - 1|), the subtraction (u t):
+//        delta_t = (2u f L/L0 + u |f - 1| + u t) / t
+//      d/(d-2) rounded (u, times ln t), pow (<= 1 ulp: 2u), times base (u):
+//        delta_b = (d/(d-2)) (delta_t + u ln t) + 3u
+//      and theta_j = base'^(-e) takes |e| delta_b in place of the "base not representable"
+//      term of 1., with ln(base') in the exponent term.
+//    llama3 (medium band, used for every pair since the recipe is continuous across the band
+//      edges and a pair may be classified differently in f64 and in MP):
+//      wavelen = 2pi/theta (2u + rho_theta), r = orig/wavelen (3u + rho_theta), smooth =
+//      (r - low)/(high - low) with |r| <= high in the band: |d smooth| <= e_s =
+//      high (3u + rho_theta)/(high - low) + 3u. theta' = theta (1/f + smooth (1 - 1/f)) >= theta/f,
+//      so a smooth error moves theta' by <= (f - 1) e_s relatively; the evaluation
+//      ((1 - s) theta)/f + s theta rounds 4 times on terms <= theta': 4u.
+//                                         -> rho = rho_theta + (f - 1) e_s + 4u
+//    yarn: low/high = d ln(orig/(beta 2pi)) / (2 ln base): the argument (3u), ln (2u rel, abs
+//      3u + 2u|L1| with L1 the log), ln base (2u), the product and quotient (2u):
+//        e_low = |low| (3u/|L1| + 6u) (and e_high alike)
+//      truncate: floor/ceil make low/high exact integers unless the f64 value is within e of an
+//      integer (then f64 and exact may round to different integers and the recipe itself is
+//      discontinuous there: the bound makes no angle claim, the angle term is its cap 2);
+//      the ramp (j - low)/(high - low) then rounds once (+ the 0.001 guard's rounding,
+//      u (high + 1) / 0.001, when low == high).
+//      no truncate: |d ramp| <= e_r = (2 e_low + e_high)/|high - low| + 3u.
+//      theta' = theta (1 - ramp (1 - 1/f)) >= theta/f: (f - 1) e_r; evaluation 4u.
+//                                         -> rho = rho_theta + (f - 1) e_r + 4u
+//    Magnitude s = scale * attention factor (4.): the factor's own f64 error, relative:
+//      yarn get_mscale = 0.1 m ln f + 1: 0.1 (u), * m (u), ln (2u), product (u) on the
+//        g = 0.1 m ln f part, + 1 (u):                                     <= 6u
+//        the DeepSeek ratio get_mscale(f, m)/get_mscale(f, m_all): 6u + 6u + u = 13u
+//      longrope sqrt(1 + ln(f)/ln(orig)), f = max/orig (u): ln f abs u + 2u ln f, q =
+//        ln f/ln orig abs u/ln orig + 5u q, 1 + q rel <= u/ln orig + 6u, sqrt halves it
+//        and rounds:                                                       <= u/(2 ln orig) + 4u
+//      an explicit attention_factor is exact; scale * factor rounds once (u).
+//
 // Compositions, scores and the inverse are bounded from these per-pair absolute bounds (header).
 #include "ropecheck/bounds.hpp"
 
@@ -80,25 +120,111 @@ bool is_power_of_two(double v) {
 
 }  // namespace
 
+namespace {
+
+constexpr double u64 = 0x1p-53;
+
+// Relative error of base' (dynamic NTK) in f64, section 8.
+double dynamic_base_rel(const RopeSpec& spec) {
+  const Scaling& sc = spec.scaling;
+  const double L0 = static_cast<double>(sc.max_position_embeddings);
+  const double L = static_cast<double>(std::max(sc.seq_len, sc.max_position_embeddings));
+  const double d = static_cast<double>(spec.ladder_dim());
+  const double t = sc.factor * L / L0 - (sc.factor - 1);
+  const double dt = (2 * u64 * sc.factor * L / L0 + u64 * std::fabs(sc.factor - 1) + u64 * t) / t;
+  return d / (d - 2) * (dt + u64 * std::log(t)) + 3 * u64;
+}
+
+// Relative error of the attention factor in f64 (0 when it is exactly 1 or given), section 8.
+double attention_factor_rel(const Scaling& sc) {
+  switch (sc.kind) {
+    case ScalingKind::yarn:
+      if (sc.attention_factor || sc.factor <= 1) return 0;
+      return (sc.mscale != 0 && sc.mscale_all_dim != 0) ? 13 * u64 : 6 * u64;
+    case ScalingKind::longrope: {
+      if (sc.attention_factor) return 0;
+      const double orig = static_cast<double>(sc.original_max_position_embeddings);
+      if (static_cast<double>(sc.max_position_embeddings) / orig <= 1) return 0;
+      return u64 / (2 * std::log(orig)) + 4 * u64;
+    }
+    default:
+      return 0;
+  }
+}
+
+// yarn: the ramp's absolute error e_r, or +inf when truncation makes the recipe unstable.
+double yarn_ramp_abs(const RopeSpec& spec) {
+  const Scaling& sc = spec.scaling;
+  const double d = static_cast<double>(spec.ladder_dim());
+  const double orig = static_cast<double>(sc.original_max_position_embeddings);
+  const auto raw = [&](double rot, double& err) {
+    const double L1 = std::log(orig / (rot * 2 * 3.14159265358979323846));
+    const double v = d * L1 / (2 * std::log(spec.base));
+    err = L1 == 0 ? std::numeric_limits<double>::infinity()
+                  : std::fabs(v) * (3 * u64 / std::fabs(L1) + 6 * u64);
+    return v;
+  };
+  double el = 0, eh = 0;
+  const double lo = raw(sc.beta_fast, el), hi = raw(sc.beta_slow, eh);
+  const auto [low, high] = yarn_correction_range_f64(spec);
+  const double inf = std::numeric_limits<double>::infinity();
+  if (sc.truncate) {
+    const auto near_int = [](double v, double e) { return std::fabs(v - std::nearbyint(v)) <= e; };
+    // Only matters where the clamp does not decide (an integer beyond the clamp is clamped anyway).
+    if ((lo > -1 && near_int(lo, el)) || (hi < d && near_int(hi, eh))) return inf;
+    if (low == high) return u64 + 2 * u64 * (high + 1) / 0.001;
+    return u64;
+  }
+  const double dn = std::fabs((low == high ? high + 0.001 : high) - low);
+  return (2 * el + eh) / dn + 3 * u64;
+}
+
+}  // namespace
+
 AngleBound angle_error_bound(const Policy& policy, const RopeSpec& spec, std::int64_t pair,
                              double position) {
   AngleBound a;
-  const double e = 2.0 * static_cast<double>(pair) / static_cast<double>(spec.rotary_dim);
-  a.theta = std::pow(spec.base, -e);
+  const auto [j, dim] = spec.ladder(pair);
+  const double e = 2.0 * static_cast<double>(j) / static_cast<double>(dim);
+  const Scaling& sc = spec.scaling;
+  a.theta = sc.kind == ScalingKind::none ? std::pow(spec.base, -e)
+                                         : theta_ladder_f64(spec)[static_cast<std::size_t>(pair)];
   const double m = std::fabs(position);
   if (m == 0) return a;  // 0 * theta is exactly 0 in every recipe: no angle error at all
-  const double lnb = std::log(spec.base);
-  double k = 0;  // rho / u_angle
+  const bool dyn = sc.kind == ScalingKind::dynamic;
+  const double base = dyn ? dynamic_base_f64(spec) : spec.base;
+  const double lnb = std::log(base);
   Precision ap = policy.angle;
-  if (policy.recipe == AngleRecipe::hf_f32) {
-    ap = Dtype::f32;
-    k = e * lnb + (exactly_representable(spec.base, ap) ? 0.0 : e) + 2 + 1 + 1;
-  } else {
-    k = e * lnb + (exactly_representable(spec.base, ap) ? 0.0 : e) + 2 + 1;
+  if (policy.recipe == AngleRecipe::hf_f32) ap = Dtype::f32;
+  const double uA = unit_roundoff(ap);
+  // rho_theta / u_angle: exponent rounding, base rounding (or base' error), pow, [reciprocal].
+  double k = e * lnb + (dyn || exactly_representable(spec.base, ap) ? 0.0 : e) + 2;
+  if (policy.recipe == AngleRecipe::hf_f32) k += 1;
+  double rho = k * uA + (dyn ? e * dynamic_base_rel(spec) : 0.0);
+  switch (sc.kind) {
+    case ScalingKind::none:
+    case ScalingKind::dynamic:
+      break;
+    case ScalingKind::linear:
+    case ScalingKind::freq_factors:
+    case ScalingKind::longrope:
+      rho += u64;
+      break;
+    case ScalingKind::llama3: {
+      const double es =
+          sc.high_freq_factor * (3 * u64 + rho) / (sc.high_freq_factor - sc.low_freq_factor) +
+          3 * u64;
+      rho += (sc.factor - 1) * es + 4 * u64;
+      break;
+    }
+    case ScalingKind::yarn:
+      rho += (sc.factor - 1) * yarn_ramp_abs(spec) + 4 * u64;
+      break;
   }
-  if (m > std::ldexp(1.0, digits(ap))) k += 1;
-  a.rel = k * unit_roundoff(ap);
-  a.rad = a.rel * m * a.theta;
+  double rel = rho + uA;  // the product m * theta'
+  if (m > std::ldexp(1.0, digits(ap))) rel += uA;
+  a.rel = rel;
+  a.rad = std::isfinite(rel) ? a.rel * m * a.theta : std::numeric_limits<double>::infinity();
   return a;
 }
 
@@ -131,8 +257,11 @@ PairBound pair_error_bound(const Policy& policy, const RopeSpec& spec, Dtype d, 
                                      traits(policy.arithmetic).emax < traits(d).emax;
   if (narrower_than_storage) R_rel += uR;
 
-  // 4. scale
-  const double Sc_rel = is_power_of_two(spec.scale) ? 0.0 : 2 * std::max(uT, uR);
+  // 4. scale (s = scale * attention factor, section 8 for the factor's own error)
+  const double af_rel = attention_factor_rel(spec.scaling);
+  const double s_eff = magnitude_f64(spec);
+  const double s_rel = af_rel + (s_eff != spec.scale ? u64 : 0.0);
+  const double Sc_rel = (is_power_of_two(s_eff) && s_rel == 0 ? 0.0 : 2 * std::max(uT, uR)) + s_rel;
 
   // 5. storage
   const double S_rel = uD;

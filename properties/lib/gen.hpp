@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 namespace ropecheck::properties::gen {
@@ -199,12 +200,120 @@ inline std::int64_t position(std::int64_t limit) {
   return coin(25) ? -m : m;
 }
 
+// Variant generation, set per check() from properties::Options (thread-local: checks may run on
+// several threads).
+struct VariantConfig {
+  bool enabled = false;
+  std::optional<ScalingKind> focus_scaling;
+  std::optional<Layout> focus_layout;
+};
+inline VariantConfig& variant_config() {
+  thread_local VariantConfig c;
+  return c;
+}
+
 struct SpecOptions {
   bool force_unit_scale = false;
   bool force_partial = false;  // rotary_dim < head_dim
   int force_layout = -1;       // -1 any, else static_cast<Layout>
   std::int64_t max_head_dim = 512;
 };
+
+inline double log_uniform_real(double lo, double hi) {
+  return std::exp(std::log(lo) + uniform01() * (std::log(hi) - std::log(lo)));
+}
+
+// k non-negative (min_each = 0) or positive (1) parts summing to n.
+inline std::vector<std::int64_t> split(std::int64_t n, int k, std::int64_t min_each) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(k), min_each);
+  std::int64_t rest = n - min_each * k;
+  for (int i = 0; i + 1 < k; ++i) {
+    const std::int64_t x = pick<std::int64_t>(0, rest);
+    v[static_cast<std::size_t>(i)] += x;
+    rest -= x;
+  }
+  v.back() += rest;
+  return v;
+}
+
+// A scaling variant with plausible parameters (real-model values mixed with random ones).
+inline void add_scaling(RopeSpec& s, ScalingKind kind, bool unit_magnitude) {
+  Scaling& c = s.scaling;
+  c = Scaling{};
+  c.kind = kind;
+  const std::int64_t np = s.rotary_dim / 2;
+  const auto orig_ctx = [] {
+    static const std::int64_t v[] = {2048, 4096, 8192, 32768};
+    return coin(70) ? v[pick<std::size_t>(0, 3)] : pick<std::int64_t>(256, 1 << 17);
+  };
+  switch (kind) {
+    case ScalingKind::none:
+      break;
+    case ScalingKind::linear:
+      c.factor = coin(50) ? static_cast<double>(pick(2, 8)) : log_uniform_real(0.25, 64);
+      break;
+    case ScalingKind::dynamic:
+      c.factor = coin(50) ? static_cast<double>(pick(1, 8)) : log_uniform_real(1, 16);
+      c.max_position_embeddings = orig_ctx();
+      switch (pick(0, 3)) {
+        case 0:
+          c.seq_len = 0;
+          break;
+        case 1:
+          c.seq_len = c.max_position_embeddings;
+          break;
+        default:
+          c.seq_len = pick<std::int64_t>(1, 8 * c.max_position_embeddings);
+      }
+      break;
+    case ScalingKind::yarn:
+      c.factor = coin(50) ? static_cast<double>(pick(1, 40)) : log_uniform_real(1, 64);
+      c.original_max_position_embeddings = orig_ctx();
+      if (coin(25)) c.beta_fast = log_uniform_real(4, 64), c.beta_slow = log_uniform_real(0.5, 2);
+      c.truncate = coin(70);
+      if (coin(35)) {
+        c.mscale = coin(50) ? 1.0 : log_uniform_real(0.1, 2);
+        c.mscale_all_dim = coin(50) ? c.mscale : log_uniform_real(0.1, 2);
+      }
+      if (coin(20)) c.attention_factor = log_uniform_real(0.5, 2);
+      break;
+    case ScalingKind::llama3:
+      c.factor = coin(60) ? 8.0 : log_uniform_real(1, 32);
+      c.low_freq_factor = coin(60) ? 1.0 : log_uniform_real(0.5, 2);
+      c.high_freq_factor =
+          coin(60) && c.low_freq_factor < 4 ? 4.0 : c.low_freq_factor * log_uniform_real(1.5, 8);
+      c.original_max_position_embeddings = orig_ctx();
+      break;
+    case ScalingKind::freq_factors:
+      for (std::int64_t i = 0; i < np; ++i) c.freq_factors.push_back(log_uniform_real(1, 32));
+      break;
+    case ScalingKind::longrope:
+      for (std::int64_t i = 0; i < np; ++i) {
+        c.short_factor.push_back(log_uniform_real(1, 4));
+        c.long_factor.push_back(log_uniform_real(1, 64));
+      }
+      c.original_max_position_embeddings = orig_ctx();
+      c.max_position_embeddings = c.original_max_position_embeddings * pick<std::int64_t>(1, 32);
+      switch (pick(0, 3)) {
+        case 0:
+          c.seq_len = 0;
+          break;
+        case 1:
+          c.seq_len = c.original_max_position_embeddings;  // the switch's edge: short factors
+          break;
+        case 2:
+          c.seq_len = c.original_max_position_embeddings + 1;
+          break;
+        default:
+          c.seq_len = pick<std::int64_t>(1, c.max_position_embeddings);
+      }
+      if (coin(20)) c.attention_factor = log_uniform_real(0.5, 2);
+      break;
+  }
+  // Unit rotations (s = 1): the explicit attention factor wins over every derived one.
+  if (unit_magnitude && (kind == ScalingKind::yarn || kind == ScalingKind::longrope))
+    c.attention_factor = 1.0;
+}
 
 inline RopeSpec spec(const SpecOptions& o = {}) {
   static const std::int64_t directed_dims[] = {2,  3,  4,  5,   8,   63,  64,
@@ -258,7 +367,44 @@ inline RopeSpec spec(const SpecOptions& o = {}) {
         s.scale = 1.0;
     }
   }
-  return s.normalized();
+  s = s.normalized();
+  const VariantConfig& vc = variant_config();
+  if (!vc.enabled) return s;
+  // Layout: the generated 1-D one, or (unless forced) one of the newer layouts.
+  const std::int64_t np = s.n_pairs();
+  std::optional<Layout> lay;
+  if (o.force_layout < 0) {
+    if (vc.focus_layout)
+      lay = vc.focus_layout;
+    else if (coin(30))
+      lay = static_cast<Layout>(pick(2, 5));
+  }
+  if (lay) {
+    RopeSpec t = s;
+    t.layout = *lay;
+    if (*lay == Layout::mrope || *lay == Layout::imrope) t.sections = split(np, 3, 0);
+    if (*lay == Layout::axial && np >= 1)
+      t.sections = split(np, static_cast<int>(std::min<std::int64_t>(np, pick(1, 3))), 1);
+    if (*lay != Layout::proportional || t.head_dim % 2 == 0) {
+      try {
+        t.validate();
+        s = t;
+      } catch (const SpecError&) {
+      }
+    }
+  }
+  std::optional<ScalingKind> kind = vc.focus_scaling;
+  if (!kind && coin(50)) kind = static_cast<ScalingKind>(pick(1, 6));
+  if (kind && s.layout != Layout::axial) {
+    RopeSpec t = s;
+    add_scaling(t, *kind, o.force_unit_scale);
+    try {
+      t.validate();
+      s = t;
+    } catch (const SpecError&) {
+    }
+  }
+  return s;
 }
 
 }  // namespace ropecheck::properties::gen

@@ -67,6 +67,16 @@ inline std::string hex(double v) {
 }
 
 inline Mp ex(double v) { return reference::exact(v); }
+// The magnitude s of a spec: scale times the variant's attention factor (exact, and as double).
+inline Mp mag(const RopeSpec& s) { return reference::magnitude(s); }
+inline double magd(const RopeSpec& s) { return reference::magnitude(s).convert_to<double>(); }
+// Dims of no rotated pair (copied bit for bit).
+inline std::vector<std::int64_t> pass_dims(const RopeSpec& s) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t j = 0; j < s.head_dim; ++j)
+    if (s.is_passthrough(j)) v.push_back(j);
+  return v;
+}
 inline Mp hyp(const Mp& a, const Mp& b) { return sqrt(a * a + b * b); }
 inline double dbl(const Mp& v) { return v.convert_to<double>(); }
 
@@ -141,8 +151,9 @@ inline double policy_max(const Policy& p) {
 // Finite input of nvec vectors for a kernel with policy pol.
 template <Dtype D>
 std::vector<double> finite_input(const Policy& pol, const RopeSpec& s, std::int64_t nvec) {
-  const double clamp = std::min(g::value_clamp(D, s.scale),
-                                policy_max(pol) / (8 * std::max(1.0, s.scale * s.scale)));
+  const double sm = magd(s);
+  const double clamp =
+      std::min(g::value_clamp(D, sm), policy_max(pol) / (8 * std::max(1.0, sm * sm)));
   std::vector<double> x;
   for (std::int64_t v = 0; v < nvec; ++v) {
     auto one = g::finite_vector(D, s.head_dim, clamp);
@@ -151,7 +162,7 @@ std::vector<double> finite_input(const Policy& pol, const RopeSpec& s, std::int6
   return x;
 }
 
-inline bool is_pass(const RopeSpec& s, std::int64_t j) { return j >= s.rotary_dim; }
+inline bool is_pass(const RopeSpec& s, std::int64_t j) { return s.is_passthrough(j); }
 
 // Per pair exact/got comparison against a bound; returns "" or the failure text.
 struct PairCheck {
@@ -175,7 +186,7 @@ void preserves_norm(const Kernel& k) {
     const auto y = load_vec<D>(run<D>(k, s, 1, 1, pos, store_vec<D>(x)).data(), s.head_dim);
     for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
       const auto [a, b] = s.pair(i);
-      const Mp sn = ex(s.scale) * hyp(ex(x[a]), ex(x[b]));
+      const Mp sn = mag(s) * hyp(ex(x[a]), ex(x[b]));
       const Mp gn = hyp(ex(y[a]), ex(y[b]));
       const double bound =
           bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[0])).norm_abs(dbl(sn));
@@ -209,15 +220,15 @@ void preserves_norm(const Kernel& k) {
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [a, b] = s.pair(i);
     const double nb =
-        bounds::pair_error_bound(pol, s, D, i, static_cast<double>(m)).norm_abs(s.scale);
+        bounds::pair_error_bound(pol, s, D, i, static_cast<double>(m)).norm_abs(magd(s));
     Dj[a] = Dj[b] = nb;
   }
-  const Mp s2 = ex(s.scale) * ex(s.scale);
+  const Mp s2 = mag(s) * mag(s);
   for (std::int64_t j = 0; j < d; ++j)
     for (std::int64_t kk = 0; kk < d; ++kk) {
       // Pass-through columns are e_j itself (identity, not scaled by s).
       const Mp target = j != kk ? Mp(0) : (is_pass(s, j) ? Mp(1) : s2);
-      const double bound = s.scale * (Dj[j] + Dj[kk]) + Dj[j] * Dj[kk];
+      const double bound = magd(s) * (Dj[j] + Dj[kk]) + Dj[j] * Dj[kk];
       if (!(abs(G[j * d + kk] - target) <= Mp(bound)))
         RC_FAIL("(M^T M)[" + std::to_string(j) + "," + std::to_string(kk) +
                 "] = " + hex(dbl(G[j * d + kk])) + ", expected " + hex(dbl(target)) + " within " +
@@ -251,7 +262,7 @@ void zero_position_is_identity(const Kernel& k) {
       return "vector " + std::to_string(v) + " elem " + std::to_string(j) +
              " in=" + hex(to_d<D>(xi[j])) + " out=" + hex(to_d<D>(yo[j])) + " | " + ctx(s, pos);
     };
-    for (std::int64_t j = s.rotary_dim; j < d; ++j) {
+    for (std::int64_t j : pass_dims(s)) {
       const bool ok =
           same_bits(xi[j], yo[j]) || (std::isnan(to_d<D>(xi[j])) && std::isnan(to_d<D>(yo[j])));
       if (!ok) RC_FAIL("pass-through changed at position 0: " + where(j));
@@ -305,7 +316,7 @@ void composes_additively(const Kernel& k) {
   const auto w = load_vec<D>(run<D>(k, s, 1, 1, {b}, z).data(), s.head_dim);
   const auto v = load_vec<D>(run<D>(k, s, 1, 1, {a + b}, store_vec<D>(x)).data(), s.head_dim);
   const auto zd = load_vec<D>(z.data(), s.head_dim);
-  for (std::int64_t j = s.rotary_dim; j < s.head_dim; ++j)
+  for (std::int64_t j : pass_dims(s))
     if (!(w[j] == x[j] && v[j] == x[j]))
       RC_FAIL("pass-through dim " + std::to_string(j) + " changed | " + ctx(s, {a, b}));
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
@@ -371,9 +382,9 @@ void scores_depend_only_on_offset(const Kernel& k) {
   Mp exact_rot = 0, exact_pass = 0;
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [a, b] = s.pair(i);
-    exact_rot += ex(s.scale) * (ex(q[a]) * r[a] + ex(q[b]) * r[b]);
+    exact_rot += mag(s) * (ex(q[a]) * r[a] + ex(q[b]) * r[b]);
   }
-  for (std::int64_t j = s.rotary_dim; j < d; ++j) exact_pass += ex(q[j]) * ex(kv[j]);
+  for (std::int64_t j : pass_dims(s)) exact_pass += ex(q[j]) * ex(kv[j]);
   for (std::int64_t shift : {std::int64_t{0}, delta}) {
     const std::vector<std::int64_t> pos = {m + shift, n + shift};
     const auto y = load_vec<D>(run<D>(k, s, 2, 1, pos, store_vec<D>(qk)).data(), 2 * d);
@@ -386,14 +397,14 @@ void scores_depend_only_on_offset(const Kernel& k) {
       got_rot += ex(y[a]) * ex(y[d + a]) + ex(y[b]) * ex(y[d + b]);
       const auto Bq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[0]));
       const auto Bk = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[1]));
-      const Mp qn = ex(s.scale) * hyp(ex(q[a]), ex(q[b]));
-      const Mp kn = ex(s.scale) * hyp(ex(kv[a]), ex(kv[b]));
+      const Mp qn = mag(s) * hyp(ex(q[a]), ex(q[b]));
+      const Mp kn = mag(s) * hyp(ex(kv[a]), ex(kv[b]));
       const Mp eq = ex(Bq.abs(dbl(qn))), ek = ex(Bk.abs(dbl(kn)));
       bound += eq * kn + qn * ek + eq * ek;  // = bounds::score_pair_abs, in MP
     }
     // Pass-through dims carry no error budget; summed in the same order as exact_pass, so a
     // kernel that copies them exactly contributes exactly 0 here.
-    for (std::int64_t j = s.rotary_dim; j < d; ++j) got_pass += ex(y[j]) * ex(y[d + j]);
+    for (std::int64_t j : pass_dims(s)) got_pass += ex(y[j]) * ex(y[d + j]);
     const Mp err = abs((got_rot - exact_rot) + (got_pass - exact_pass));
     if (!(err <= bound))
       RC_FAIL("score at (m,n)=(" + std::to_string(pos[0]) + "," + std::to_string(pos[1]) +
@@ -421,12 +432,12 @@ void matches_reference_within_bound(const Kernel& k) {
       const std::int64_t off = (t * nh + h) * d;
       const std::vector<double> xv(x.begin() + off, x.begin() + off + d);
       const auto exact = reference::apply_blocked(s, Mp(pos[t]), xv);
-      for (std::int64_t j = s.rotary_dim; j < d; ++j)
+      for (std::int64_t j : pass_dims(s))
         if (y[off + j] != xv[j])
           RC_FAIL("pass-through dim " + std::to_string(j) + " changed | " + ctx(s, pos));
       for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
         const auto [a, b] = s.pair(i);
-        const double sn = dbl(ex(s.scale) * hyp(ex(xv[a]), ex(xv[b])));
+        const double sn = dbl(mag(s) * hyp(ex(xv[a]), ex(xv[b])));
         const auto B = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[t]));
         const Mp err = hyp(ex(y[off + a]) - exact[a], ex(y[off + b]) - exact[b]);
         const double bound = B.abs(sn);
@@ -467,11 +478,11 @@ void pass_through_is_exact(const Kernel& k) {
   for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
   auto x = finite_input<D>(k.policy(D), s, nt * nh);
   for (std::int64_t v = 0; v < nt * nh; ++v)
-    for (std::int64_t j = s.rotary_dim; j < d; ++j) x[v * d + j] = g::any_bits(D);
+    for (std::int64_t j : pass_dims(s)) x[v * d + j] = g::any_bits(D);
   const auto in = store_vec<D>(x);
   const auto out = run<D>(k, s, nt, nh, pos, in);
   for (std::int64_t v = 0; v < nt * nh; ++v)
-    for (std::int64_t j = s.rotary_dim; j < d; ++j) {
+    for (std::int64_t j : pass_dims(s)) {
       const auto xi = in[v * d + j], yo = out[v * d + j];
       const bool ok = same_bits(xi, yo) || (std::isnan(to_d<D>(xi)) && std::isnan(to_d<D>(yo)));
       if (!ok)
@@ -627,16 +638,16 @@ void inverse_undoes(const Kernel& k) {
   const auto z = run<D>(k, s, 1, 1, {m}, store_vec<D>(x));
   const auto w = load_vec<D>(run<D>(k, s, 1, 1, {-m}, z).data(), s.head_dim);
   const auto zd = load_vec<D>(z.data(), s.head_dim);
-  for (std::int64_t j = s.rotary_dim; j < s.head_dim; ++j)
+  for (std::int64_t j : pass_dims(s))
     if (w[j] != x[j]) RC_FAIL("pass-through dim " + std::to_string(j) + " changed");
-  const Mp s2 = ex(s.scale) * ex(s.scale);
+  const Mp s2 = mag(s) * mag(s);
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [a, b] = s.pair(i);
-    const double xn = dbl(ex(s.scale) * hyp(ex(x[a]), ex(x[b])));
-    const double zn = dbl(ex(s.scale) * hyp(ex(zd[a]), ex(zd[b])));
+    const double xn = dbl(mag(s) * hyp(ex(x[a]), ex(x[b])));
+    const double zn = dbl(mag(s) * hyp(ex(zd[a]), ex(zd[b])));
     const auto Bm = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(m));
     const auto Bn = bounds::pair_error_bound(pol, s, D, i, -static_cast<double>(m));
-    const double bound = bounds::composition_abs(Bm, xn, Bn, zn, s.scale);
+    const double bound = bounds::composition_abs(Bm, xn, Bn, zn, magd(s));
     const Mp err = hyp(ex(w[a]) - s2 * ex(x[a]), ex(w[b]) - s2 * ex(x[b]));
     if (!(err <= Mp(bound)))
       RC_FAIL("pair " + std::to_string(i) + " |K(K(x,m),-m) - s^2 x| = " + hex(dbl(err)) +
@@ -704,6 +715,7 @@ Verdict run_check(const std::function<void()>& f, const std::string& id, const O
 template <Dtype D>
 Verdict check_dtype(Property p, const Kernel& k, const Options& o) {
   reference::set_precision_bits(reference::default_bits(D));
+  g::variant_config() = {o.variants, o.focus_scaling, o.focus_layout};
   if (auto why = not_applicable<D>(p, k)) return {Status::skipped, 0, *why};
   const std::string id = o.id.empty() ? test_id("Properties", k.name(), D, p) : o.id;
   return run_check(body<D>(p, k), id, o);

@@ -17,7 +17,10 @@ class PropertyTest : public testing::Test {
   PropertyTest(const ropecheck::Kernel* k, ropecheck::properties::Property p) : k_(k), p_(p) {}
   void TestBody() override {
     namespace P = ropecheck::properties;
-    const auto v = P::check(p_, *k_, kDtype);
+    // Built-in kernels are checked on every scaling variant and layout they support.
+    P::Options o;
+    o.variants = true;
+    const auto v = P::check(p_, *k_, kDtype, o);
     std::cout << "[cases] " << P::test_id("Properties", k_->name(), kDtype, p_) << " " << v.cases
               << "\n";
     switch (v.status) {

@@ -38,6 +38,20 @@ TEST(BugZoo, BaselinePassesEveryProperty) {
   }
 }
 
+TEST(BugZoo, ScaledBaselinePassesEveryPropertyOnEveryVariant) {
+  const std::vector<std::optional<ropecheck::ScalingKind>> kinds = {
+      std::nullopt, ropecheck::ScalingKind::yarn, ropecheck::ScalingKind::longrope};
+  for (auto p : P::all_properties())
+    for (const auto& fk : kinds) {
+      auto o = zoo_options();
+      o.variants = true;
+      o.focus_scaling = fk;
+      o.id = "Zoo/zoo_scaled_baseline_f32." + std::string(P::name(p));
+      const auto v = P::check(p, ropecheck::zoo::scaled_baseline(), Dtype::f32, o);
+      EXPECT_EQ(v.status, P::Status::passed) << P::name(p) << ": " << v.message;
+    }
+}
+
 TEST(BugZoo, EveryMutantIsCaughtByItsNamedProperties) {
   const auto& zoo = ropecheck::zoo::mutants();
   ASSERT_GE(zoo.size(), 12u);
@@ -57,6 +71,11 @@ TEST(BugZoo, EveryMutantIsCaughtByItsNamedProperties) {
     for (auto p : P::all_properties()) {
       auto o = zoo_options();
       o.id = "Zoo/" + m.name + "_f32." + std::string(P::name(p));
+      if (m.focus_scaling || m.focus_layout) {
+        o.variants = true;
+        o.focus_scaling = m.focus_scaling;
+        o.focus_layout = m.focus_layout;
+      }
       const auto v = P::check(p, *m.kernel, Dtype::f32, o);
       const bool failed = v.status == P::Status::failed;
       const bool expected = std::find(m.expected.begin(), m.expected.end(), p) != m.expected.end();

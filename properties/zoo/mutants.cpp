@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "ropecheck/reference/reference.hpp"
+
 namespace ropecheck::zoo {
 
 namespace {
@@ -45,9 +47,15 @@ class ZooKernel final : public Kernel {
   Policy policy(Dtype) const override {
     return {Dtype::f64, Dtype::f64, Dtype::f64, AngleRecipe::pow_product, false, "bug zoo"};
   }
-  bool supports(const RopeSpec&, Dtype) const override { return true; }
+  // Unscaled interleaved/half specs only (the mutated recipes are the unscaled one).
+  bool supports(const RopeSpec& s, Dtype) const override {
+    return s.scaling.kind == ScalingKind::none &&
+           (s.layout == Layout::interleaved || s.layout == Layout::half);
+  }
 
   KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
+    if (!supports(s, a.dtype) || a.n_axes != 1 || a.real_positions)
+      return KernelStatus::unsupported;
     const Dtype d = a.dtype;
     const std::int64_t rd = s.rotary_dim, hd = s.head_dim;
     const std::int64_t esize = traits(d).bytes;
@@ -116,6 +124,95 @@ class ZooKernel final : public Kernel {
   Knobs k_;
 };
 
+// ---- scaling and multi-axis mutants ------------------------------------------------------------
+struct ScaledKnobs {
+  int yarn_mscale = 0;  // 0 right, 1: 0.07 ln f + 1 instead of 0.1 ln f + 1, 2: applied twice
+  bool drop_attention_factor = false;    // yarn / longrope magnitude ignored (s = scale)
+  bool longrope_ge = false;              // long factors when seq_len >= original (not >)
+  bool neox_pairing_multi_axis = false;  // multi-axis layouts always pair (i, i + rd/2)
+};
+
+// theta' and s from the reference (MP, rounded once to f64), rotation in f64: a correct kernel
+// for every variant and layout unless a knob is set.
+class ScaledZooKernel final : public Kernel {
+ public:
+  ScaledZooKernel(std::string name, ScaledKnobs k) : name_(std::move(name)), k_(k) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return "bug-zoo scaling kernel " + name_; }
+  Policy policy(Dtype) const override {
+    return {Dtype::f64, Dtype::f64, Dtype::f64, AngleRecipe::pow_product, false, "bug zoo"};
+  }
+  bool supports(const RopeSpec&, Dtype) const override { return true; }
+
+  KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
+    RopeSpec s = spec;
+    const Scaling& sc = spec.scaling;
+    if (k_.longrope_ge && sc.kind == ScalingKind::longrope &&
+        sc.seq_len == sc.original_max_position_embeddings)
+      s.scaling.seq_len = sc.original_max_position_embeddings + 1;  // takes the long factors
+    std::vector<double> theta;
+    for (const auto& t : reference::inv_freqs(s)) theta.push_back(t.convert_to<double>());
+    double scale = reference::magnitude(s).convert_to<double>();
+    const bool has_af = (sc.kind == ScalingKind::yarn || sc.kind == ScalingKind::longrope);
+    if (k_.drop_attention_factor && has_af) scale = spec.scale;
+    if (k_.yarn_mscale != 0 && sc.kind == ScalingKind::yarn && !sc.attention_factor &&
+        sc.factor > 1) {
+      const auto gm = [&](double m) { return 0.1 * m * std::log(sc.factor) + 1; };
+      const double af = (sc.mscale != 0 && sc.mscale_all_dim != 0)
+                            ? gm(sc.mscale) / gm(sc.mscale_all_dim)
+                            : gm(1.0);
+      if (k_.yarn_mscale == 1) {
+        const auto gm7 = [&](double m) { return 0.07 * m * std::log(sc.factor) + 1; };
+        scale = spec.scale * ((sc.mscale != 0 && sc.mscale_all_dim != 0)
+                                  ? gm7(sc.mscale) / gm(sc.mscale_all_dim)
+                                  : gm7(1.0));
+      } else {
+        scale = spec.scale * af * af;
+      }
+    }
+    const Dtype d = a.dtype;
+    const std::int64_t esize = traits(d).bytes;
+    for (std::int64_t t = 0; t < a.n_tokens; ++t)
+      for (std::int64_t h = 0; h < a.n_heads; ++h) {
+        const std::int64_t off = t * a.token_stride + h * a.head_stride;
+        const void* in = static_cast<const char*>(a.in) + off * esize;
+        void* out = static_cast<char*>(a.out) + off * esize;
+        std::vector<double> x(static_cast<std::size_t>(s.head_dim));
+        for (std::int64_t j = 0; j < s.head_dim; ++j) x[j] = load(d, in, j);
+        for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+          auto [ia, ib] = s.pair(i);
+          if (k_.neox_pairing_multi_axis && is_multi_axis(s.layout))
+            ia = i, ib = i + s.rotary_dim / 2;
+          const std::int64_t ax = a.n_axes == 1 ? 0 : s.pair_axis(i);
+          const double m = a.real_positions ? a.real_positions[t * a.n_axes + ax]
+                                            : static_cast<double>(a.positions[t * a.n_axes + ax]);
+          const double ang = m * theta[static_cast<std::size_t>(i)];
+          const double c = std::cos(ang), sn = std::sin(ang);
+          store(d, out, ia, round_to_dtype(scale * (x[ia] * c - x[ib] * sn), d));
+          store(d, out, ib, round_to_dtype(scale * (x[ia] * sn + x[ib] * c), d));
+        }
+        if (in != out)
+          for (std::int64_t j = 0; j < s.head_dim; ++j)
+            if (s.is_passthrough(j))
+              std::memcpy(static_cast<char*>(out) + j * esize,
+                          static_cast<const char*>(in) + j * esize,
+                          static_cast<std::size_t>(esize));
+      }
+    return KernelStatus::ok;
+  }
+
+ private:
+  std::string name_;
+  ScaledKnobs k_;
+};
+
+Mutant make_scaled(std::string name, std::string why, std::vector<Property> expected, ScaledKnobs k,
+                   std::optional<ScalingKind> fs, std::optional<Layout> fl) {
+  auto kern = std::make_shared<ScaledZooKernel>(name, k);
+  Mutant m{std::move(name), std::move(why), std::move(expected), std::move(kern), fs, fl};
+  return m;
+}
+
 Mutant make(std::string name, std::string why, std::vector<Property> expected, Knobs k) {
   auto kern = std::make_shared<ZooKernel>(name, k);
   return {std::move(name), std::move(why), std::move(expected), std::move(kern)};
@@ -125,6 +222,11 @@ Mutant make(std::string name, std::string why, std::vector<Property> expected, K
 
 const Kernel& baseline() {
   static const ZooKernel k("zoo_baseline", Knobs{});
+  return k;
+}
+
+const Kernel& scaled_baseline() {
+  static const ScaledZooKernel k("zoo_scaled_baseline", ScaledKnobs{});
   return k;
 }
 
@@ -209,6 +311,38 @@ const std::vector<Mutant>& mutants() {
     z.push_back(make("first_position_broadcast",
                      "position_ids[0] broadcast over the batch (decode-step bug)",
                      {Property::TokensAreIndependent}, k));
+    ScaledKnobs q;
+    q = {};
+    q.yarn_mscale = 1;
+    z.push_back(make_scaled("yarn_mscale_0_07",
+                            "YaRN attention factor 0.07 ln f + 1 instead of 0.1 ln f + 1 (the "
+                            "27% mscale bug)",
+                            {Property::PreservesNorm, Property::MatchesReferenceWithinBound}, q,
+                            ScalingKind::yarn, std::nullopt));
+    q = {};
+    q.yarn_mscale = 2;
+    z.push_back(make_scaled("yarn_mscale_applied_twice",
+                            "YaRN mscale multiplied into cos/sin and again into the output",
+                            {Property::PreservesNorm, Property::MatchesReferenceWithinBound}, q,
+                            ScalingKind::yarn, std::nullopt));
+    q = {};
+    q.drop_attention_factor = true;
+    z.push_back(make_scaled("attention_factor_dropped",
+                            "rope_scaling attention_factor / mscale ignored (cos/sin unscaled)",
+                            {Property::PreservesNorm, Property::MatchesReferenceWithinBound}, q,
+                            ScalingKind::yarn, std::nullopt));
+    q = {};
+    q.longrope_ge = true;
+    z.push_back(make_scaled(
+        "longrope_switch_off_by_one", "LongRoPE long factors at seq_len >= original (not >)",
+        {Property::MatchesReferenceWithinBound}, q, ScalingKind::longrope, std::nullopt));
+    q = {};
+    q.neox_pairing_multi_axis = true;
+    z.push_back(make_scaled("mrope_hardcoded_neox_pairing",
+                            "multi-axis RoPE hard-codes NeoX (i, i + d/2) pairing for an "
+                            "interleaved-pair layout",
+                            {Property::MatchesReferenceWithinBound}, q, std::nullopt,
+                            Layout::axial));
     return z;
   }();
   return v;

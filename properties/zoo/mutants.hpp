@@ -7,6 +7,7 @@
 #include "ropecheck/properties.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,18 @@ struct Mutant {
   std::string modelled_on;                     // the real-world bug this imitates
   std::vector<properties::Property> expected;  // must each FAIL on this mutant
   std::shared_ptr<const Kernel> kernel;
+  // Spec focus for the scaling / multi-axis mutants (properties::Options::focus_*): the mutant is
+  // checked on specs of its variant (with variants enabled) so the fixed case budget reaches it.
+  std::optional<ScalingKind> focus_scaling;
+  std::optional<Layout> focus_layout;
 };
 
 // The zoo's unmutated kernel: a plain f64 loop that honours strides, layouts, partial rotary and
 // in-place calls. It must pass every property (control: failures of mutants are the mutation's).
 const Kernel& baseline();
+// The scaling-aware unmutated kernel (every variant and layout; theta' and s from the reference,
+// rounded once to f64): the control of the scaling mutants.
+const Kernel& scaled_baseline();
 const std::vector<Mutant>& mutants();
 
 }  // namespace ropecheck::zoo

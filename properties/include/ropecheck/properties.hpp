@@ -39,6 +39,14 @@ struct Options {
   // RapidCheck test id, used to key `reproduce=` in RC_PARAMS. Default
   // "<suite>/<kernel>_<dtype>.<Property>" with suite "Properties".
   std::string id;
+  // Spec generator: also produce frequency-scaling variants and the proportional / mrope / imrope
+  // / axial layouts (multi-axis specs are called with one position per token, i.e. t = h = w).
+  // Off by default: a plugin on ABI v1 cannot receive the variants' parameters.
+  bool variants = false;
+  // With variants: draw every spec with this scaling kind / layout when it is valid for the spec
+  // (the zoo focuses each scaling mutant on its variant).
+  std::optional<ScalingKind> focus_scaling;
+  std::optional<Layout> focus_layout;
 };
 
 // gave_up: too many generated cases were discarded (kernel rejects most specs); counts as a
