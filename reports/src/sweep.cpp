@@ -195,7 +195,7 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
   const std::int64_t np = spec.n_pairs();
   for (std::int64_t p = 0; p < n_pos; ++p) {
     const std::int64_t m = positions[p];
-    const auto T = detail::exact_trig(spec, m);
+    const Mp m_mp(static_cast<long long>(m));
     std::map<int, detail::Trig> recipe;
     for (std::size_t k = 0; k < nk; ++k)
       if (R.supported[k] && !recipe.count(detail::recipe_key(pol[k])))
@@ -210,7 +210,8 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
     for (std::int64_t h = 0; h < kHeads; ++h) {
       const std::int64_t v = p * kHeads + h;
       const auto& x = in[v];
-      const ref::MpVector y = detail::rotate(spec, T, x);
+      // The oracle: the reference's blocked product, trig cached per (spec, position).
+      const ref::MpVector y = ref::apply_cached(spec, m_mp, x);
       std::vector<double> yd(spec.head_dim), yr(spec.head_dim), yulp(spec.head_dim);
       for (std::int64_t j = 0; j < spec.head_dim; ++j) {
         yd[j] = static_cast<double>(y[j]);
@@ -399,10 +400,10 @@ double safe_probe(const Setup& S, std::size_t k, int di, std::int64_t m) {
       in.push_back(random_vector(rng, spec.head_dim, d));
     if (!run_kernel(*S.kernels[k], spec, d, pos, heads, in, out)) continue;
     for (std::size_t p = 0; p < pos.size(); ++p) {
-      const auto T = detail::exact_trig(spec, pos[p]);
+      const Mp m_mp(static_cast<long long>(pos[p]));
       for (std::int64_t h = 0; h < heads; ++h) {
         const std::size_t v = p * heads + static_cast<std::size_t>(h);
-        const auto y = detail::rotate(spec, T, in[v]);
+        const auto y = ref::apply_cached(spec, m_mp, in[v]);
         for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
           const auto [a, b] = spec.pair(i);
           const double e = std::isfinite(out[v][a]) && std::isfinite(out[v][b])
@@ -438,7 +439,7 @@ double score_probe(const Setup& S, std::size_t k, int di, std::int64_t delta) {
                                           random_vector(rng, spec.head_dim, d)},
           out;
       if (!run_kernel(*S.kernels[k], spec, d, {delta, delta + c}, 1, in, out)) break;
-      const auto rk = detail::rotate(spec, detail::exact_trig(spec, c), in[1]);
+      const auto rk = ref::apply_cached(spec, Mp(static_cast<long long>(c)), in[1]);
       Mp got_dot(0), exact_dot(0);
       double nq = 0, nk = 0;
       bool finite = true;
@@ -534,8 +535,7 @@ json special_values(const Setup& S, std::size_t k, int di, int& violations) {
       } else if (finite_in) {
         expect = "finite, within the derived bound";
         const auto b = bounds::pair_error_bound(pol, spec, d, 0, static_cast<double>(m));
-        const auto T = detail::exact_trig(spec, m);
-        const auto y = detail::rotate(spec, T, x);
+        const auto y = ref::apply_blocked(spec, Mp(static_cast<long long>(m)), x);
         const double n = std::hypot(x[0], x[1]) * spec.scale;
         const double e = std::hypot(static_cast<double>(ref::exact(g[0]) - y[0]),
                                     static_cast<double>(ref::exact(g[1]) - y[1]));
