@@ -312,6 +312,12 @@ bool PluginKernel::supports(const RopeSpec& spec, Dtype d) const {
   // Poisoned: nothing is supported until reset(), so a property engine that already saw the
   // faulting call discards (instead of shrinking through) every further case.
   if (poisoned()) return false;
+  // ABI 1 carries scaling kind NONE and the two single-axis layouts only (scaling_params and
+  // axis_sections are reserved for the variants that landed in the spec after it). Anything else
+  // is "unsupported" (skipped), never passed on half-described.
+  if (spec.scaling.kind != ScalingKind::none ||
+      (spec.layout != Layout::interleaved && spec.layout != Layout::half))
+    return false;
   if ((desc_.dtypes & ROPECHECK_DTYPE_BIT(static_cast<int>(d))) == 0) return false;
   if ((desc_.layouts & ROPECHECK_LAYOUT_BIT(static_cast<int>(spec.layout))) == 0) return false;
   if (!desc_.head_dims.empty() && std::find(desc_.head_dims.begin(), desc_.head_dims.end(),
@@ -350,6 +356,7 @@ KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) cons
   ++calls_;
   if (poisoned()) return KernelStatus::error;
   if (!supports(spec, a.dtype)) return KernelStatus::unsupported;
+  if (a.n_axes != 1 || a.real_positions) return KernelStatus::unsupported;
   if (a.n_tokens < 0 || a.n_heads < 0 || !a.in || !a.out || (a.n_tokens > 0 && !a.positions))
     return KernelStatus::error;
   if (a.n_tokens == 0 || a.n_heads == 0 || spec.head_dim == 0) return KernelStatus::ok;
