@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cli.hpp"
+#include "ropecheck/hf_config.hpp"
 #include "ropecheck/reference/reference.hpp"
 
 namespace ropecheck::cli {
@@ -26,6 +27,8 @@ struct EvalOptions {
   std::string kernel;
   int digits = 40;
   unsigned ref_bits = 0;
+  std::string hf_config;
+  std::int64_t seq_len = 0;
 };
 
 // JSON has no inf/nan: they are written as the strings "inf", "-inf", "nan". Finite values are
@@ -42,20 +45,37 @@ nlohmann::ordered_json number_row(const std::vector<double>& row) {
   return j;
 }
 
-void run_eval(const EvalOptions& o) {
+// The spec: from --hf-config (a Hugging Face config.json; exclusive with the spec flags), or from
+// --head-dim/--rotary-dim/--base/--layout.
+RopeSpec eval_spec(const EvalOptions& o) {
+  if (!o.hf_config.empty()) {
+    HfConfigOptions h;
+    h.seq_len = o.seq_len;
+    RopeSpec s = read_hf_config(o.hf_config, h);  // SpecError -> exit 2
+    s.scale = o.scale;
+    return s.normalized();
+  }
+  if (o.head_dim == 0 || o.layout.empty())
+    throw UsageError("--head-dim and --layout are required (or --hf-config)");
   const auto layout = parse_layout(o.layout);
-  if (!layout) throw UsageError("--layout must be interleaved or half, got '" + o.layout + "'");
-  const auto dtype = parse_dtype(o.dtype);
-  if (!dtype) throw UsageError("--dtype must be one of f64, f32, f16, bf16, got '" + o.dtype + "'");
-  if (o.digits < 1 || o.digits > 1000) throw UsageError("--digits must be in [1, 1000]");
-
+  if (!layout || is_multi_axis(*layout))
+    throw UsageError("--layout must be interleaved, half or proportional, got '" + o.layout +
+                     "' (multi-axis layouts come from --hf-config)");
   RopeSpec raw;
   raw.head_dim = o.head_dim;
   raw.rotary_dim = o.rotary_dim;
   raw.base = o.base;
   raw.scale = o.scale;
   raw.layout = *layout;
-  const RopeSpec spec = raw.normalized();  // throws SpecError -> exit 2
+  return raw.normalized();  // throws SpecError -> exit 2
+}
+
+void run_eval(const EvalOptions& o) {
+  const auto dtype = parse_dtype(o.dtype);
+  if (!dtype) throw UsageError("--dtype must be one of f64, f32, f16, bf16, got '" + o.dtype + "'");
+  if (o.digits < 1 || o.digits > 1000) throw UsageError("--digits must be in [1, 1000]");
+
+  const RopeSpec spec = eval_spec(o);
 
   const unsigned bits = o.ref_bits ? o.ref_bits : ref::default_bits(*dtype);
   if (bits < 64 || bits > 100000) throw UsageError("--ref-bits must be in [64, 100000]");
@@ -125,6 +145,15 @@ void run_eval(const EvalOptions& o) {
   out["spec"] = {{"head_dim", spec.head_dim}, {"rotary_dim", spec.rotary_dim},
                  {"base", spec.base},         {"layout", name(spec.layout)},
                  {"scale", spec.scale},       {"scaling", name(spec.scaling.kind)}};
+  if (spec.scaling.kind != ScalingKind::none || !spec.sections.empty()) {
+    // The variant's parameters and what they imply (exact magnitude, theta'), as decimal strings.
+    out["spec"]["description"] = describe(spec);
+    if (!spec.sections.empty()) out["spec"]["sections"] = spec.sections;
+    out["spec"]["magnitude"] = ref::to_decimal(ref::magnitude(spec), o.digits);
+    auto th = nlohmann::ordered_json::array();
+    for (const auto& t : ref::inv_freqs(spec)) th.push_back(ref::to_decimal(t, o.digits));
+    out["spec"]["inv_freq"] = th;
+  }
   out["dtype"] = name(*dtype);
   out["reference_bits"] = ref::precision_bits();
   out["positions"] = pos_json;
@@ -179,12 +208,18 @@ void add_eval(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "eval",
       "Exact reference (and optionally a kernel) for one spec, positions and inputs; prints JSON");
-  cmd->add_option("--head-dim", opts->head_dim, "head dimension (>= 1)")->required();
+  auto* hf = cmd->add_option("--hf-config", opts->hf_config,
+                             "Hugging Face config.json: rope_theta, rope_scaling/rope_parameters, "
+                             "head_dim, partial_rotary_factor, mrope_section -> the spec");
+  cmd->add_option("--seq-len", opts->seq_len,
+                  "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
+  cmd->add_option("--head-dim", opts->head_dim, "head dimension (>= 1)")->excludes(hf);
   cmd->add_option("--rotary-dim", opts->rotary_dim,
-                  "rotated dims (even, <= head_dim; default head_dim rounded down to even)");
-  cmd->add_option("--base", opts->base, "frequency base (default 10000)");
+                  "rotated dims (even, <= head_dim; default head_dim rounded down to even)")
+      ->excludes(hf);
+  cmd->add_option("--base", opts->base, "frequency base (default 10000)")->excludes(hf);
   cmd->add_option("--scale", opts->scale, "magnitude scale s (default 1)");
-  cmd->add_option("--layout", opts->layout, "interleaved | half")->required();
+  cmd->add_option("--layout", opts->layout, "interleaved | half | proportional")->excludes(hf);
   cmd->add_option("--dtype", opts->dtype, "f64 | f32 | f16 | bf16")->required();
   cmd->add_option("--position", opts->positions,
                   "position(s) M[,M...]; int64, or fractional for the reference alone")
