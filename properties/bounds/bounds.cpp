@@ -22,10 +22,13 @@
 //      rho = u (|e| ln base + |e| [base not f32] + 2 + 1 + 1 + [|m| > 2^24]).
 //    Both: |m| < 2^53 is exact as a double, so the caller's position is the kernel's.
 //
-// 2. Trig and table. cos/sin are evaluated in the angle precision A by the C library. Assumption
-//    (documented, not proven here): glibc's sin/cos/sinf/cosf are within 1 ulp for every finite
-//    argument, with exact range reduction (glibc's libm-test-ulps lists <= 1 ulp for them), so the
-//    absolute error of each entry is <= 2 u_A (|cos| <= 1, an ulp is <= 2u |value|). Rounding the
+// 2. Trig and table. cos/sin are evaluated in the angle precision A, each entry within 2 u_A
+//    absolute. For the C library this is an assumption (documented, not proven here): glibc's
+//    sin/cos/sinf/cosf are within 1 ulp for every finite argument, with exact range reduction
+//    (glibc's libm-test-ulps lists <= 1 ulp for them), and |cos| <= 1 makes an ulp <= 2u |value|.
+//    The `simd` kernel uses its own vectorized f64 sin/cos below |angle| 2^28 (libm above), with a
+//    derived absolute error <= u_64 (src/kernels/simd_trig.hpp, tested against long double):
+//    inside the same 2 u_A. Rounding the
 //    entry into the table precision T when T is coarser than A adds u_T; converting it into the
 //    arithmetic precision R when R is coarser than both adds u_R; an entry in the table's subnormal
 //    range adds half its subnormal quantum. With per-entry error eps, the perturbation of the 2x2
