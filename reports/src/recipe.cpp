@@ -60,6 +60,22 @@ Trig exact_trig(const RopeSpec& spec, std::int64_t m) {
 
 Trig recipe_trig(const Policy& p, const RopeSpec& spec, std::int64_t m) {
   Trig t;
+  // Scaling variants and the newer layouts: the built-in kernels take theta'_i from the spec's
+  // f64 formulas (theta_ladder_f64) and form m * theta'_i in their angle precision; that is the
+  // recipe reproduced here (a declared f32 angle rounds theta'_i and the product to f32, hf_f32
+  // is treated as an f32 angle). Multi-axis specs are reported with one position per token.
+  if (spec.scaling.kind != ScalingKind::none ||
+      (spec.layout != Layout::interleaved && spec.layout != Layout::half)) {
+    const auto th = theta_ladder_f64(spec);
+    const Precision ap = p.recipe == AngleRecipe::hf_f32 ? Dtype::f32 : p.angle;
+    for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+      const double theta = rd(th[static_cast<std::size_t>(i)], ap);
+      const Mp a = ref::exact(rd(rd(static_cast<double>(m), ap) * theta, ap));
+      t.c.push_back(cos(a));
+      t.s.push_back(sin(a));
+    }
+    return t;
+  }
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const Mp a = ref::exact(recipe_angle(p, spec, i, m));
     t.c.push_back(cos(a));
@@ -70,8 +86,9 @@ Trig recipe_trig(const Policy& p, const RopeSpec& spec, std::int64_t m) {
 
 ref::MpVector rotate(const RopeSpec& spec, const Trig& t, const std::vector<double>& x) {
   ref::MpVector y(spec.head_dim);
-  const bool scaled = spec.scale != 1.0;
-  const Mp s = ref::exact(spec.scale);
+  // The magnitude: scale x the variant's attention factor (exact, as the reference has it).
+  const Mp s = ref::magnitude(spec);
+  const bool scaled = s != 1;
   for (std::int64_t j = spec.rotary_dim; j < spec.head_dim; ++j) y[j] = ref::exact(x[j]);
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const auto [a, b] = spec.pair(i);

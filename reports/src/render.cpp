@@ -73,6 +73,30 @@ std::vector<Table> build_tables(const json& r) {
     }
     out.push_back(t);
   }
+  // Headline by scaling variant (present when the variant sections ran).
+  if (r.contains("variants") && !r["variants"].empty()) {
+    Table t;
+    t.title = "Precision-safe context length by scaling variant (headline, extended)";
+    t.note = "Same search and budget as the headline, on one representative spec per variant "
+             "(spec column; parameters in the variant sections below).";
+    t.head = {"variant", "kernel"};
+    for (const auto& d : r["options"]["dtypes"]) t.head.push_back(d.get<std::string>());
+    for (const auto& v : r["variants"]) {
+      std::map<std::string, std::map<std::string, std::string>> cell;
+      std::vector<std::string> ks;
+      for (const auto& s : v["safe_context"]) {
+        const std::string k = s["kernel"].get<std::string>();
+        if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(k);
+        cell[k][s["dtype"].get<std::string>()] = safe_text(s);
+      }
+      for (const auto& k : ks) {
+        std::vector<std::string> row{fmt(v["name"]), k};
+        for (const auto& d : r["options"]["dtypes"]) row.push_back(cell[k][d.get<std::string>()]);
+        t.rows.push_back(row);
+      }
+    }
+    out.push_back(t);
+  }
   {
     Table t;
     t.title = "Checks";
@@ -100,6 +124,40 @@ std::vector<Table> build_tables(const json& r) {
                           fmt(b["counts"]["gt_bound"]), fmt(b["bound"]["max_u"]),
                           fmt(b["bound"]["max_utilization"])});
     }
+    out.push_back(t);
+  }
+  // One section per scaling variant: the per-bucket statistics of the dtype tables.
+  if (r.contains("variants"))
+    for (const auto& v : r["variants"]) {
+      Table t;
+      t.title = "Variant " + fmt(v["name"]) + ": " + fmt(v["model"]);
+      t.note = "spec: " + fmt(v["spec"].value("detail", json())) +
+               ". Sampled (maxima are lower bounds); pair errors relative to s ||x_pair|| with s "
+               "the magnitude including the attention factor.";
+      t.head = {"kernel",  "dtype",      "bucket",     "vectors", "max ULP",
+                "RMS ULP", "p99",        "max pair u", "RMS pair u", "NMSE",
+                "not CR",  "> bound",    "utilization", "angle share"};
+      for (const auto& res : v["results"])
+        for (const auto& b : res["buckets"])
+          t.rows.push_back({fmt(res["kernel"]), fmt(res["dtype"]), fmt(b["bucket"]),
+                            fmt(b["n_vectors"]), fmt(b["ulp"]["max"]), fmt(b["ulp"]["rms"]),
+                            fmt(b["ulp"]["p99"]), fmt(b["pair_error_u"]["max"]),
+                            fmt(b["pair_error_u"]["rms"]), fmt(b["nmse"]),
+                            fmt(b["counts"]["not_correctly_rounded"]),
+                            fmt(b["counts"]["gt_bound"]), fmt(b["bound"]["max_utilization"]),
+                            fmt(b["angle_vs_rotation"]["angle_share"], "%.2f")});
+      out.push_back(t);
+    }
+  if (r.contains("dynamic_composition")) {
+    const auto& dc = r["dynamic_composition"];
+    Table t;
+    t.title = "Dynamic NTK: where composition breaks across the length threshold";
+    t.note = fmt(dc["note"]) + " spec: " + fmt(dc["spec"].value("detail", json())) +
+             "; threshold L0 = " + fmt(dc["threshold"]) + ".";
+    t.head = {"seq_len L", "base' (f64)", "max angle mismatch (rad)", "composes"};
+    for (const auto& row : dc["rows"])
+      t.rows.push_back({fmt(row["seq_len"]), fmt(row["base_f64"], "%.9g"),
+                        fmt(row["max_angle_mismatch_rad"]), fmt(row["composes"])});
     out.push_back(t);
   }
   {

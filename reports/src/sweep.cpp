@@ -782,10 +782,18 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
   // Two vectors each within b u per pair: |<q^,k^> - <q,k>| <= (2b u + b^2 u^2) ||q|| ||k||.
   auto score_budget = [&](Dtype d) { return 2 * budget + budget * budget * unit_roundoff(d); };
   std::atomic<std::size_t> next{0}, done{0};
+  std::atomic<bool> stopped{false};
+  std::vector<std::atomic<bool>> finished(units.size());
   std::mutex mu;
   std::exception_ptr error;
   auto worker = [&] {
     for (;;) {
+      // Polled between work units only: a unit's result is all or nothing, and the whole report
+      // is dropped on a stop, so the previous report on disk stays the one a reader sees.
+      if (o.stop && o.stop()) {
+        stopped = true;
+        next = units.size();
+      }
       const std::size_t i = next++;
       if (i >= units.size()) return;
       try {
@@ -813,6 +821,7 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
         if (!error) error = std::current_exception();
         next = units.size();
       }
+      finished[i] = true;
       const std::size_t n = ++done;
       if (progress && (n * 10 / units.size() != (n - 1) * 10 / units.size())) {
         std::lock_guard<std::mutex> lock(mu);
@@ -830,6 +839,29 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
     for (auto& t : pool) t.join();
   }
   if (error) std::rethrow_exception(error);
+  if (stopped) {
+    // Where it stopped: the count, and the first unit (in work-list order) that did not finish.
+    auto unit_name = [&](const Unit& w) {
+      const char* kinds[] = {"safe-context search", "score-offset search", "special values",
+                             "sweep"};
+      std::string s = kinds[w.kind];
+      if (w.kind == kSweep)
+        return s + " " + name(o.dtypes[w.a]) + " " + describe(S.specs[w.b]) + " bucket " +
+               kBuckets[w.c].name;
+      return s + " " + kernels[w.a]->name() + " " + name(o.dtypes[w.b]);
+    };
+    std::size_t n_done = 0, first_open = units.size();
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      if (finished[i])
+        ++n_done;
+      else if (first_open == units.size())
+        first_open = i;
+    }
+    std::string msg = "stopped after " + std::to_string(n_done) + " of " +
+                      std::to_string(units.size()) + " work units";
+    if (first_open < units.size()) msg += "; first unfinished: " + unit_name(units[first_open]);
+    throw Interrupted(msg);
+  }
 
   // ---- deterministic merge, in unit order ----
   json doc;

@@ -33,6 +33,7 @@
 #include "cli.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/reference/reference.hpp"
+#include "ropecheck/reports/report.hpp"
 #include "ropecheck/tensorio/tensorio.hpp"
 
 namespace ropecheck::cli {
@@ -51,30 +52,11 @@ struct CheckOptions {
 using Keys = std::map<std::string, std::string>;
 
 Keys read_spec_json(const std::string& path) {
-  std::ifstream f(path);
+  std::ifstream f(path, std::ios::binary);
   if (!f) throw UsageError("--spec: cannot open '" + path + "'");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError("--spec '" + path + "': malformed JSON: " + e.what());
-  }
-  if (!j.is_object()) throw UsageError("--spec '" + path + "': expected a JSON object");
-  Keys k;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const auto& v = it.value();
-    if (v.is_string())
-      k[it.key()] = v.get<std::string>();
-    else if (v.is_boolean())
-      k[it.key()] = v.get<bool>() ? "true" : "false";
-    else if (v.is_number_integer())
-      k[it.key()] = std::to_string(v.get<std::int64_t>());
-    else if (v.is_number())
-      k[it.key()] = v.dump();  // shortest round-trip text of the double
-    else
-      throw UsageError("--spec '" + path + "': key '" + it.key() + "' must be a string or number");
-  }
-  return k;
+  std::ostringstream text;
+  text << f.rdbuf();
+  return parse_spec_json(text.str(), "--spec '" + path + "'");
 }
 
 Precision parse_precision(const Keys& k, const std::string& key) {
@@ -406,7 +388,7 @@ void run_check(const CheckOptions& o) {
     std::filesystem::create_directories(o.out_dir);
     nlohmann::json doc{{"command", "check"}, {"source", source}, {"spec", describe(r.spec)},
                        {"dtype", name(*d)},  {"results", jres},  {"passed", !any_fail}};
-    std::ofstream(std::filesystem::path(o.out_dir) / "check.json") << doc.dump(2) << "\n";
+    reports::atomic_write(std::filesystem::path(o.out_dir) / "check.json", doc.dump(2) + "\n");
   }
   if (any_fail) {
     std::cout.flush();
@@ -415,6 +397,38 @@ void run_check(const CheckOptions& o) {
 }
 
 }  // namespace
+
+Keys parse_spec_json(std::string_view text, const std::string& what) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for numbers beyond double (1e400).
+    throw UsageError(what + ": malformed JSON: " + e.what());
+  }
+  if (!j.is_object()) throw UsageError(what + ": expected a JSON object");
+  Keys k;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto& v = it.value();
+    if (v.is_string())
+      k[it.key()] = v.get<std::string>();
+    else if (v.is_boolean())
+      k[it.key()] = v.get<bool>() ? "true" : "false";
+    else if (v.is_number_unsigned())
+      k[it.key()] = std::to_string(v.get<std::uint64_t>());
+    else if (v.is_number_integer())
+      k[it.key()] = std::to_string(v.get<std::int64_t>());
+    else if (v.is_number())
+      k[it.key()] = v.dump();  // shortest round-trip text of the double
+    else
+      throw UsageError(what + ": key '" + it.key() + "' must be a string or number");
+  }
+  return k;
+}
+
+RopeSpec resolve_check_spec(const Keys& keys, std::int64_t last_dim, std::size_t rank) {
+  return resolve(keys, last_dim, rank).spec;
+}
 
 void add_check(CLI::App& app) {
   auto o = std::make_shared<CheckOptions>();

@@ -1,6 +1,9 @@
 // `ropecheck report`: parses options and hands them to ropecheck::reports, which does the work.
 // Exit 0 when every check holds, 1 when a derived bound is exceeded, a special-value policy is
 // violated or a baseline regressed, 2 for bad usage.
+#include <signal.h>
+
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -12,6 +15,37 @@
 namespace ropecheck::cli {
 
 namespace {
+
+// SIGINT/SIGTERM during a sweep: the handler only records the signal; the sweep stops between
+// work units, nothing is written (the previous report in --out stays byte-identical) and the
+// process exits with 128 + signal (130 / 143) after saying where it stopped. A signal that
+// arrives once the sweep is done lets the few-millisecond atomic writes finish (the new report is
+// complete) and still exits 128 + signal. A second signal terminates at once (default action);
+// the atomic writes still never leave a half-written report file (at worst a hidden
+// .<name>.tmp.XXXXXX next to it).
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  g_signal = sig;
+  std::signal(sig, SIG_DFL);
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+[[noreturn]] void exit_interrupted(const std::string& where, const std::string& out) {
+  const int sig = g_signal;
+  std::cerr << "ropecheck report: interrupted by " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ": "
+            << where << "\n";
+  std::cout.flush();
+  std::exit(128 + sig);
+}
 
 struct ReportArgs {
   std::string kernels = "all";
@@ -105,7 +139,20 @@ void run_report(const ReportArgs& a) {
 
   reports::Progress progress;
   if (!a.quiet) progress = [](const std::string& s) { std::cerr << s << "\n"; };
-  auto report = reports::run(o, kernels, progress);
+  install_stop_handlers();
+  o.stop = [] { return g_signal != 0; };
+  nlohmann::json report;
+  try {
+    report = reports::run(o, kernels, progress);
+  } catch (const reports::Interrupted& e) {
+    exit_interrupted(std::string(e.what()) + "; nothing written, the previous report in '" + a.out +
+                         "' (if any) is unchanged",
+                     a.out);
+  }
+  if (g_signal)
+    exit_interrupted("after the sweep, before writing; nothing written, the previous report in '" +
+                         a.out + "' (if any) is unchanged",
+                     a.out);
   if (!a.baseline.empty()) {
     try {
       reports::apply_baseline(report, baseline, a.baseline_factor);
@@ -114,6 +161,10 @@ void run_report(const ReportArgs& a) {
     }
   }
   reports::write_all(report, a.out);
+  if (g_signal)
+    exit_interrupted("while writing; the writes finished, the report in '" + a.out +
+                         "' is the new, complete one",
+                     a.out);
   const int code = reports::exit_code(report);
   std::cout << "wrote " << a.out << "/report.json, report.md, report.html, junit.xml ("
             << report["environment"]["wall_seconds"].get<double>() << " s)\n";

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -69,7 +70,24 @@ struct ConfigResult {
   double worst_u = 0, worst_util = 0;
   std::int64_t vectors = 0;
   std::vector<std::pair<props::Property, Cell>> properties;
+  // A finite input gave a non-finite output in the differential check (NaN/inf written).
+  bool nonfinite_output = false;
+  // The first fault of this configuration, if any (the named classification comes from it).
+  std::optional<plugin::Fault> fault;
 };
+
+// The named classification of one configuration in validation.json: the fault kind when the
+// isolation or the guards caught one (crashed, exited, timeout, out_of_bounds_write,
+// unwritten_output, input_modified, bad_reply), else non_finite_output, wrong_results (a property
+// or the differential check failed), or pass. A plugin that prints to stdout is not a fault: the
+// worker's stdout goes to stderr, so it cannot corrupt ropecheck's tables/JSON (classified pass).
+std::string classification(const ConfigResult& r) {
+  if (r.fault) return plugin::name(r.fault->kind);
+  if (r.nonfinite_output) return "non_finite_output";
+  bool failed = r.differential.failed;
+  for (const auto& pc : r.properties) failed = failed || pc.second.failed;
+  return failed ? "wrong_results" : "pass";
+}
 
 std::string fmt(double v, int prec = 3) {
   if (std::isnan(v)) return "nan";
@@ -193,6 +211,7 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
             const double da = static_cast<double>(ref::exact(y(ia)) - ex[ia]);
             const double db = static_cast<double>(ref::exact(y(ib)) - ex[ib]);
             const double err = std::hypot(da, db);
+            if (!std::isfinite(y(ia)) || !std::isfinite(y(ib))) cr.nonfinite_output = true;
             const double sn = spec.scale * std::hypot(xv[ia], xv[ib]);
             const auto pb = bounds::pair_error_bound(k.policy(d), spec, d, i,
                                                      static_cast<double>(kPositions[t]));
@@ -287,7 +306,7 @@ void run_validate(const ValidateOptions& o) {
     if (!(desc.dtypes & ROPECHECK_DTYPE_BIT(static_cast<int>(d)))) continue;
     for (Layout l : layouts) {
       if (!(desc.layouts & ROPECHECK_LAYOUT_BIT(static_cast<int>(l)))) continue;
-      ConfigResult cr{d, l, {}, 0, 0, 0, {}};
+      ConfigResult cr{d, l, {}, 0, 0, 0, {}, false, std::nullopt};
       const Policy pol = pk->policy(d);
       std::cerr << "[validate] " << name(d) << " " << name(l) << " (declared policy: angle "
                 << name(pol.angle) << ", table " << name(pol.table) << ", arithmetic "
@@ -302,6 +321,7 @@ void run_validate(const ValidateOptions& o) {
         cr.differential = {fault_short(f), true, f.message()};
         // Guard faults repeat on the properties' first call; the fault is the verdict.
         config_fault = f;
+        cr.fault = f;
       }
       for (props::Property p : props::all_properties()) {
         Cell c;
@@ -320,6 +340,7 @@ void run_validate(const ValidateOptions& o) {
           if (pk->poisoned()) {
             const auto& f = pk->faults().front();
             c = {fault_short(f), true, f.message()};
+            if (!cr.fault) cr.fault = f;
             if (fatal(f)) config_fault = f;  // a crash or hang would repeat in every property
           } else {
             switch (v.status) {
@@ -372,6 +393,7 @@ void run_validate(const ValidateOptions& o) {
     const std::string cfg = std::string(name(r.dtype)) + " " + name(r.layout);
     nlohmann::json jc{{"dtype", name(r.dtype)},
                       {"layout", name(r.layout)},
+                      {"classification", classification(r)},
                       {"differential",
                        {{"result", r.differential.text},
                         {"worst_pair_error_u", r.worst_u},
@@ -391,6 +413,13 @@ void run_validate(const ValidateOptions& o) {
                 << c.detail << "\n";
     }
     jconf.push_back(jc);
+  }
+  std::string overall = "pass";
+  std::cout << "\nclassification:";
+  for (const auto& r : results) {
+    const std::string c = classification(r);
+    if (overall == "pass") overall = c;
+    std::cout << " " << name(r.dtype) << " " << name(r.layout) << " = " << c << ";";
   }
   std::cout << "\n"
             << (any_fail ? "FAIL" : "PASS") << ": " << results.size() << " configuration(s), "
@@ -415,9 +444,10 @@ void run_validate(const ValidateOptions& o) {
       auto report = reports::run(
           ro, {pk.get()}, [](const std::string& m) { std::cerr << "[report] " << m << "\n"; });
       reports::write_all(report, o.out);
-      nlohmann::json doc{{"command", "validate"},  {"plugin", o.plugin}, {"name", desc.name},
-                         {"budget", o.budget},     {"seconds", secs},    {"passed", !any_fail},
-                         {"configurations", jconf}};
+      nlohmann::json doc{{"command", "validate"},     {"plugin", o.plugin},
+                         {"name", desc.name},         {"budget", o.budget},
+                         {"seconds", secs},           {"passed", !any_fail},
+                         {"classification", overall}, {"configurations", jconf}};
       if (pk->poisoned()) {
         doc["report_faults"] = nlohmann::json::array();
         for (const auto& f : pk->faults()) doc["report_faults"].push_back(f.message());

@@ -78,9 +78,16 @@ std::string Fault::message() const {
 InvFreqTables default_inv_freq(const RopeSpec& spec) {
   InvFreqTables t;
   const std::int64_t n = spec.n_pairs();
+  if (spec.scaling.kind != ScalingKind::none) {
+    for (double v : theta_ladder_f64(spec)) {
+      t.f64.push_back(v);
+      t.f32.push_back(static_cast<float>(v));
+    }
+    return t;
+  }
   for (std::int64_t i = 0; i < n; ++i) {
-    const long double e =
-        -2.0L * static_cast<long double>(i) / static_cast<long double>(spec.rotary_dim);
+    const auto [j, dim] = spec.ladder(i);
+    const long double e = -2.0L * static_cast<long double>(j) / static_cast<long double>(dim);
     const long double v = std::pow(static_cast<long double>(spec.base), e);
     t.f64.push_back(static_cast<double>(v));
     t.f32.push_back(static_cast<float>(v));  // from long double: one rounding
@@ -90,6 +97,8 @@ InvFreqTables default_inv_freq(const RopeSpec& spec) {
 
 namespace {
 
+// The whole spec, every field of every variant (the arrays point into `s`, which outlives the
+// request that put_spec serializes them into).
 ropecheck_spec to_c(const RopeSpec& s) {
   ropecheck_spec c{};
   c.struct_size = sizeof(ropecheck_spec);
@@ -98,8 +107,32 @@ ropecheck_spec to_c(const RopeSpec& s) {
   c.rotary_dim = s.rotary_dim;
   c.base = s.base;
   c.scale = s.scale;
-  c.scaling_kind = static_cast<std::int32_t>(s.scaling.kind);
-  c.n_axes = 1;
+  const Scaling& sc = s.scaling;
+  ropecheck_scaling& cs = c.scaling;
+  cs.kind = static_cast<std::int32_t>(sc.kind);
+  cs.truncate = sc.truncate ? 1 : 0;
+  cs.factor = sc.factor;
+  cs.original_max_position_embeddings = sc.original_max_position_embeddings;
+  cs.max_position_embeddings = sc.max_position_embeddings;
+  cs.seq_len = sc.seq_len;
+  cs.beta_fast = sc.beta_fast;
+  cs.beta_slow = sc.beta_slow;
+  cs.mscale = sc.mscale;
+  cs.mscale_all_dim = sc.mscale_all_dim;
+  cs.has_attention_factor = sc.attention_factor.has_value() ? 1 : 0;
+  cs.attention_factor = sc.attention_factor.value_or(0.0);
+  cs.low_freq_factor = sc.low_freq_factor;
+  cs.high_freq_factor = sc.high_freq_factor;
+  const auto arr = [](const auto& v) { return v.empty() ? nullptr : v.data(); };
+  cs.short_factor = arr(sc.short_factor);
+  cs.n_short_factor = static_cast<std::int64_t>(sc.short_factor.size());
+  cs.long_factor = arr(sc.long_factor);
+  cs.n_long_factor = static_cast<std::int64_t>(sc.long_factor.size());
+  cs.freq_factors = arr(sc.freq_factors);
+  cs.n_freq_factors = static_cast<std::int64_t>(sc.freq_factors.size());
+  c.n_axes = static_cast<std::int32_t>(s.n_axes());
+  c.sections = arr(s.sections);
+  c.n_sections = static_cast<std::int64_t>(s.sections.size());
   return c;
 }
 
@@ -112,10 +145,22 @@ std::string describe_call(const RopeSpec& spec, const TensorArgs& a) {
   o << "dtype=" << ropecheck::name(a.dtype) << " " << describe(spec) << " n_tokens=" << a.n_tokens
     << " n_heads=" << a.n_heads << " token_stride=" << a.token_stride
     << " head_stride=" << a.head_stride << (a.in == a.out ? " in-place" : " out-of-place");
-  if (a.positions && a.n_tokens > 0) {
-    o << " positions=[";
+  if ((a.positions || a.real_positions) && a.n_tokens > 0) {
+    // Multi-axis positions print per token as (t,h,w).
+    const std::int64_t na = std::max<std::int64_t>(a.n_axes, 1);
+    o << (a.real_positions ? " real_positions=[" : " positions=[");
     const std::int64_t n = std::min<std::int64_t>(a.n_tokens, 6);
-    for (std::int64_t i = 0; i < n; ++i) o << (i ? "," : "") << a.positions[i];
+    for (std::int64_t i = 0; i < n; ++i) {
+      o << (i ? "," : "") << (na > 1 ? "(" : "");
+      for (std::int64_t ax = 0; ax < na; ++ax) {
+        o << (ax ? "," : "");
+        if (a.real_positions)
+          o << a.real_positions[i * na + ax];
+        else
+          o << a.positions[i * na + ax];
+      }
+      o << (na > 1 ? ")" : "");
+    }
     if (a.n_tokens > n) o << ",...";
     o << "]";
   }
@@ -261,6 +306,7 @@ std::unique_ptr<PluginKernel> PluginKernel::load(const std::string& path, const 
                            p.fused != 0,
                            "third-party plugin (declared policy)"};
   }
+  ok = ok && rd.get(d.scalings) && rd.get(d.flags);
   if (!ok) {
     k->kill_worker();
     throw LoadError("plugin '" + path + "': malformed descriptor reply");
@@ -312,11 +358,9 @@ bool PluginKernel::supports(const RopeSpec& spec, Dtype d) const {
   // Poisoned: nothing is supported until reset(), so a property engine that already saw the
   // faulting call discards (instead of shrinking through) every further case.
   if (poisoned()) return false;
-  // ABI 1 carries scaling kind NONE and the two single-axis layouts only (scaling_params and
-  // axis_sections are reserved for the variants that landed in the spec after it). Anything else
-  // is "unsupported" (skipped), never passed on half-described.
-  if (spec.scaling.kind != ScalingKind::none ||
-      (spec.layout != Layout::interleaved && spec.layout != Layout::half))
+  // ABI 2 describes every variant and layout; the plugin's declared masks decide.
+  if (((desc_.scalings | ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)) &
+       ROPECHECK_SCALING_BIT(static_cast<int>(spec.scaling.kind))) == 0)
     return false;
   if ((desc_.dtypes & ROPECHECK_DTYPE_BIT(static_cast<int>(d))) == 0) return false;
   if ((desc_.layouts & ROPECHECK_LAYOUT_BIT(static_cast<int>(spec.layout))) == 0) return false;
@@ -326,7 +370,7 @@ bool PluginKernel::supports(const RopeSpec& spec, Dtype d) const {
   if (!desc_.has_supports) return true;
   if (!ensure_worker()) return false;
   ipc::Writer w;
-  w.put(to_c(spec));
+  put_spec(w, to_c(spec));
   w.put<std::int32_t>(static_cast<std::int32_t>(d));
   const double deadline = ipc::now_s() + opts_.timeout_s;
   ipc::Msg t{};
@@ -356,8 +400,11 @@ KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) cons
   ++calls_;
   if (poisoned()) return KernelStatus::error;
   if (!supports(spec, a.dtype)) return KernelStatus::unsupported;
-  if (a.n_axes != 1 || a.real_positions) return KernelStatus::unsupported;
-  if (a.n_tokens < 0 || a.n_heads < 0 || !a.in || !a.out || (a.n_tokens > 0 && !a.positions))
+  if (a.real_positions && !(desc_.flags & ROPECHECK_FLAG_REAL_POSITIONS))
+    return KernelStatus::unsupported;
+  if (a.n_axes != 1 && a.n_axes != spec.n_axes()) return KernelStatus::error;
+  if (a.n_tokens < 0 || a.n_heads < 0 || !a.in || !a.out ||
+      (a.n_tokens > 0 && !a.positions && !a.real_positions))
     return KernelStatus::error;
   if (a.n_tokens == 0 || a.n_heads == 0 || spec.head_dim == 0) return KernelStatus::ok;
   const int eb = traits(a.dtype).bytes;
@@ -369,7 +416,8 @@ KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) cons
   const std::int64_t max_off =
       std::max<std::int64_t>(0, t_span) + std::max<std::int64_t>(0, h_span) + spec.head_dim - 1;
   const std::int64_t extent = max_off - min_off + 1;
-  const long double bytes = static_cast<long double>(extent) * eb * 2 + a.n_tokens * 8.0L;
+  const long double bytes =
+      static_cast<long double>(extent) * eb * 2 + a.n_tokens * 8.0L * static_cast<double>(a.n_axes);
   if (bytes > static_cast<long double>(opts_.max_bytes)) return KernelStatus::error;
   if (!ensure_worker()) {
     Fault f;
@@ -381,7 +429,8 @@ KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) cons
   }
 
   ApplyHeader h{};
-  h.spec = to_c(spec);
+  h.n_axes = a.n_axes;
+  h.has_real_positions = a.real_positions ? 1 : 0;
   h.dtype = static_cast<std::int32_t>(a.dtype);
   h.inplace = a.in == a.out ? 1 : 0;
   h.n_tokens = a.n_tokens;
@@ -398,9 +447,14 @@ KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) cons
                      static_cast<std::int64_t>(tab.f32.size()) == h.n_pairs;
   }
   ipc::Writer w;
-  w.buf.reserve(sizeof h + a.n_tokens * 8 + extent * eb + h.n_pairs * 12);
+  w.buf.reserve(sizeof h + a.n_tokens * a.n_axes * 8 + extent * eb + h.n_pairs * 12);
   w.put(h);
-  w.put_bytes(a.positions, static_cast<std::size_t>(a.n_tokens) * 8);
+  put_spec(w, to_c(spec));
+  const std::size_t n_pos = static_cast<std::size_t>(a.n_tokens * a.n_axes);
+  if (a.real_positions)
+    w.put_bytes(a.real_positions, n_pos * 8);
+  else
+    w.put_bytes(a.positions, n_pos * 8);
   if (h.has_inv_freq) {
     w.put_bytes(tab.f64.data(), tab.f64.size() * 8);
     w.put_bytes(tab.f32.data(), tab.f32.size() * 4);

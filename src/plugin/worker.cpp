@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "ipc.hpp"
@@ -29,6 +30,42 @@ std::uint64_t sentinel_bits(int dtype) {
       return 0x7FA5u;  // idem
   }
   return 0;
+}
+
+void put_spec(ipc::Writer& w, const ropecheck_spec& s) {
+  w.put(s);
+  const auto arr = [&](const auto* p, std::int64_t n) {
+    if (n > 0) w.put_bytes(p, static_cast<std::size_t>(n) * sizeof(*p));
+  };
+  arr(s.sections, s.n_sections);
+  arr(s.scaling.short_factor, s.scaling.n_short_factor);
+  arr(s.scaling.long_factor, s.scaling.n_long_factor);
+  arr(s.scaling.freq_factors, s.scaling.n_freq_factors);
+}
+
+bool get_spec(ipc::Reader& r, WireSpec& s) {
+  if (!r.get(s.c)) return false;
+  const auto arr = [&](auto& v, std::int64_t n) {
+    using T = typename std::remove_reference_t<decltype(v)>::value_type;
+    v.clear();
+    if (n < 0 || n > (std::int64_t{1} << 24)) return false;
+    const char* p = r.take(static_cast<std::size_t>(n) * sizeof(T));
+    if (!p) return false;
+    v.resize(static_cast<std::size_t>(n));
+    if (n) std::memcpy(v.data(), p, static_cast<std::size_t>(n) * sizeof(T));
+    return true;
+  };
+  if (!arr(s.sections, s.c.n_sections) || !arr(s.short_factor, s.c.scaling.n_short_factor) ||
+      !arr(s.long_factor, s.c.scaling.n_long_factor) ||
+      !arr(s.freq_factors, s.c.scaling.n_freq_factors))
+    return false;
+  // NULL for empty arrays, as the header documents.
+  const auto ptr = [](const auto& v) { return v.empty() ? nullptr : v.data(); };
+  s.c.sections = ptr(s.sections);
+  s.c.scaling.short_factor = ptr(s.short_factor);
+  s.c.scaling.long_factor = ptr(s.long_factor);
+  s.c.scaling.freq_factors = ptr(s.freq_factors);
+  return true;
 }
 
 namespace {
@@ -160,9 +197,12 @@ void send_or_die(int wfd, ipc::Msg t, const std::vector<char>& p) {
 void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>& req) {
   ipc::Reader r(req);
   ApplyHeader h{};
-  if (!r.get(h)) die_quietly();
+  WireSpec ws;
+  if (!r.get(h) || !get_spec(r, ws)) die_quietly();
   const int eb = element_bytes(h.dtype);
-  const auto* pos_src = r.take(static_cast<std::size_t>(h.n_tokens) * 8);
+  // int64 or double: 8 bytes per position either way.
+  const std::size_t pos_bytes = static_cast<std::size_t>(h.n_tokens * h.n_axes) * 8;
+  const auto* pos_src = r.take(pos_bytes);
   const char* f64 = nullptr;
   const char* f32 = nullptr;
   if (h.has_inv_freq) {
@@ -173,15 +213,15 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
   const auto* in_src = reinterpret_cast<const unsigned char*>(r.take(nbytes));
   if (!pos_src || !in_src || (h.has_inv_freq && (!f64 || !f32))) die_quietly();
 
-  const View v{h.n_tokens,      h.n_heads, h.token_stride, h.head_stride,
-               h.spec.head_dim, h.min_off, h.extent_elems};
+  const View v{h.n_tokens,    h.n_heads, h.token_stride, h.head_stride,
+               ws.c.head_dim, h.min_off, h.extent_elems};
   Guarded in(nbytes, kInCanary), out(h.inplace ? 0 : nbytes, kOutCanary);
-  Guarded pos(static_cast<std::size_t>(h.n_tokens) * 8, kInCanary);
+  Guarded pos(pos_bytes, kInCanary);
   Guarded tf64(static_cast<std::size_t>(h.n_pairs) * 8, kInCanary),
       tf32(static_cast<std::size_t>(h.n_pairs) * 4, kInCanary);
   if (!in.ok() || !out.ok() || !pos.ok() || !tf64.ok() || !tf32.ok()) die_quietly();
   std::memcpy(in.data(), in_src, nbytes);
-  std::memcpy(pos.data(), pos_src, static_cast<std::size_t>(h.n_tokens) * 8);
+  std::memcpy(pos.data(), pos_src, pos_bytes);
   if (h.has_inv_freq) {
     std::memcpy(tf64.data(), f64, static_cast<std::size_t>(h.n_pairs) * 8);
     std::memcpy(tf32.data(), f32, static_cast<std::size_t>(h.n_pairs) * 4);
@@ -195,7 +235,11 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
   t.n_heads = h.n_heads;
   t.token_stride = h.token_stride;
   t.head_stride = h.head_stride;
-  t.positions = reinterpret_cast<const std::int64_t*>(pos.data());
+  t.n_axes = h.n_axes;
+  if (h.has_real_positions)
+    t.real_positions = reinterpret_cast<const double*>(pos.data());
+  else
+    t.positions = reinterpret_cast<const std::int64_t*>(pos.data());
   // The view origin sits -min_off elements into the extent.
   unsigned char* in_origin = in.data() - h.min_off * eb;
   t.in = in_origin;
@@ -203,7 +247,7 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
   t.inv_freq_f64 = h.has_inv_freq ? reinterpret_cast<const double*>(tf64.data()) : nullptr;
   t.inv_freq_f32 = h.has_inv_freq ? reinterpret_cast<const float*>(tf32.data()) : nullptr;
 
-  const int status = desc->apply(&h.spec, &t, desc->user);
+  const int status = desc->apply(&ws.c, &t, desc->user);
 
   // Guards, most severe first: writes outside the views, then writes to inputs, then holes.
   FaultKind fault = FaultKind::none;
@@ -249,8 +293,7 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
                " input element(s), first " + v.locate(first);
     }
   }
-  if (fault == FaultKind::none &&
-      std::memcmp(pos.data(), pos_src, static_cast<std::size_t>(h.n_tokens) * 8) != 0) {
+  if (fault == FaultKind::none && std::memcmp(pos.data(), pos_src, pos_bytes) != 0) {
     fault = FaultKind::input_modified;
     detail = "the call changed the positions array";
   }
@@ -330,6 +373,8 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
   w.put<std::int32_t>(d->n_head_dims);
   for (int i = 0; i < d->n_head_dims; ++i) w.put<std::int64_t>(d->head_dims[i]);
   for (int i = 0; i < ROPECHECK_DTYPE_COUNT; ++i) w.put(d->policies[i]);
+  w.put<std::uint32_t>(d->scalings);
+  w.put<std::uint32_t>(d->flags);
   send_or_die(wfd, ipc::Msg::hello, w.buf);
 
   std::vector<char> req;
@@ -339,11 +384,11 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
     if (t == ipc::Msg::quit) die_quietly();
     if (t == ipc::Msg::supports) {
       ipc::Reader r(req);
-      ropecheck_spec s{};
+      WireSpec s;
       std::int32_t dtype = 0;
-      if (!r.get(s) || !r.get(dtype)) die_quietly();
+      if (!get_spec(r, s) || !r.get(dtype)) die_quietly();
       ipc::Writer out;
-      out.put<std::int32_t>(d->supports(&s, dtype, d->user) ? 1 : 0);
+      out.put<std::int32_t>(d->supports(&s.c, dtype, d->user) ? 1 : 0);
       send_or_die(wfd, ipc::Msg::supports, out.buf);
     } else if (t == ipc::Msg::apply) {
       handle_apply(wfd, d, req);

@@ -5,18 +5,33 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "ipc.hpp"
 
 namespace ropecheck::plugin {
 
-// Request header of Msg::apply. Followed by positions[n_tokens] (int64), then, if has_inv_freq,
+// A spec on the wire: the struct (its pointers are meaningless in the other process), then
+// sections[n_sections] (int64), short_factor, long_factor and freq_factors (double). get_spec
+// copies the arrays out and points the struct at the copies; false on a malformed request.
+struct WireSpec {
+  ropecheck_spec c{};
+  std::vector<std::int64_t> sections;
+  std::vector<double> short_factor, long_factor, freq_factors;
+};
+void put_spec(ipc::Writer& w, const ropecheck_spec& s);
+bool get_spec(ipc::Reader& r, WireSpec& s);
+
+// Request of Msg::apply: this header, the spec (put_spec), then positions[n_tokens * n_axes]
+// (int64, or double when has_real_positions), then, if has_inv_freq,
 // inv_freq_f64[n_pairs] and inv_freq_f32[n_pairs], then the input extent
 // (extent_elems * element bytes, starting at element offset min_off relative to the view origin).
 struct ApplyHeader {
-  ropecheck_spec spec;
   std::int32_t dtype;
   std::int32_t inplace;
   std::int32_t has_inv_freq;
-  std::int32_t pad;
+  std::int32_t has_real_positions;
+  std::int64_t n_axes;
   std::int64_t n_tokens, n_heads, token_stride, head_stride;
   std::int64_t min_off;       // element offset of the extent start (<= 0)
   std::int64_t extent_elems;  // elements from min_off to the last element of the view

@@ -62,7 +62,11 @@ static void store_elem(void* p, int dtype, int64_t i, double v) {
 
 static int c_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* user) {
   (void)user;
-  if (s->scaling_kind != ROPECHECK_SCALING_NONE || s->n_axes != 1) return ROPECHECK_UNSUPPORTED;
+  /* This kernel implements unscaled 1-D interleaved/half RoPE only (its descriptor says so; the
+   * check guards against a host that ignores the masks). */
+  if (s->scaling.kind != ROPECHECK_SCALING_NONE || s->n_axes != 1 || t->n_axes != 1 ||
+      (s->layout != ROPECHECK_LAYOUT_INTERLEAVED && s->layout != ROPECHECK_LAYOUT_HALF))
+    return ROPECHECK_UNSUPPORTED;
   if (t->dtype != ROPECHECK_DTYPE_F64 && t->dtype != ROPECHECK_DTYPE_F32)
     return ROPECHECK_UNSUPPORTED;
 #if PLUGIN_MODE == SEGFAULT
@@ -145,7 +149,7 @@ static const ropecheck_plugin descriptor = {
     PLUGIN_NAME,
     "C99 RoPE: f64 angle, cos/sin and rotation, one rounding into the storage dtype",
     ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F64) | ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32),
-    ROPECHECK_LAYOUT_BIT_ALL,
+    ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED) | ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF),
     NULL,
     0,
     {
@@ -169,6 +173,8 @@ static const ropecheck_plugin descriptor = {
     NULL,
     c_apply,
     NULL,
+    0, /* scalings: NONE only */
+    0, /* flags */
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };
 

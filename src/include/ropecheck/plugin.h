@@ -6,8 +6,8 @@
  *
  * returning a descriptor whose first field is the ABI version the plugin was compiled against.
  * The entry point's name never changes between ABI versions, so the loader can always read the
- * version and refuse a mismatch with a clear message ("plugin built for ABI 2, this ropecheck
- * speaks ABI 1") instead of a missing-symbol error or, worse, a misread struct.
+ * version and refuse a mismatch with a clear message ("plugin built for ABI 1, this ropecheck
+ * speaks ABI 2") instead of a missing-symbol error or, worse, a misread struct.
  *
  * The kernel receives the FULL spec and computes its own inverse frequencies and angles: that is
  * where real RoPE bugs live (exponent over head_dim, f32 positions, bf16 tables...). A table of
@@ -26,9 +26,9 @@
  *     static int my_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* user) {...}
  *     static const ropecheck_plugin desc = {
  *         ROPECHECK_PLUGIN_ABI_VERSION, sizeof(ropecheck_plugin), "my_rope", "my kernel",
- *         ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32), ROPECHECK_LAYOUT_BIT_ALL, NULL, 0,
+ *         ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32), ROPECHECK_LAYOUT_BIT_1D, NULL, 0,
  *         {{...policy for f64...}, {...f32...}, {...f16...}, {...bf16...}},
- *         NULL, my_apply, NULL};
+ *         NULL, my_apply, NULL, ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_LINEAR), 0};
  *     ROPECHECK_PLUGIN_EXPORT const ropecheck_plugin* ropecheck_plugin_entry(uint32_t v) {
  *       (void)v; return &desc;
  *     }
@@ -43,8 +43,13 @@ extern "C" {
 #endif
 
 /* Bumped on any incompatible change of the structs or semantics below. Additive changes use the
- * reserved fields and keep the version. */
-#define ROPECHECK_PLUGIN_ABI_VERSION 1u
+ * reserved fields and keep the version.
+ *   1: scaling kind NONE and the interleaved/half layouts only (one position per token).
+ *   2: every scaling variant with all its parameters (ropecheck_scaling), the proportional, mrope,
+ *      imrope and axial layouts with their sections, n_axes positions per token and optional real
+ *      positions. The loader refuses plugins built for ABI 1 (rebuild against this header: a v1
+ *      plugin only needs its initializers adjusted, see src/examples/plugins/c_rope.c). */
+#define ROPECHECK_PLUGIN_ABI_VERSION 2u
 #define ROPECHECK_PLUGIN_ENTRY_SYMBOL "ropecheck_plugin_entry"
 
 #if defined(_WIN32)
@@ -65,16 +70,45 @@ extern "C" {
 #define ROPECHECK_DTYPE_BIT(d) (1u << (d))
 #define ROPECHECK_DTYPE_BIT_ALL 0xFu
 
-/* interleaved: pair i = (2i, 2i+1); half: pair i = (i, i + rotary_dim/2) (HF rotate_half). */
+/* Pairing of rotated dims and which position axis drives each pair (full definitions with the
+ * recipes they follow: enum Layout in ropecheck/spec.hpp).
+ *   INTERLEAVED  pair i = (2i, 2i+1)
+ *   HALF         pair i = (i, i + rotary_dim/2) (HF rotate_half)
+ *   PROPORTIONAL pair i = (i, i + head_dim/2), i < rotary_dim/2, theta_i = base^(-2i/head_dim)
+ *                (Gemma-style partial rotary)
+ *   MROPE        Qwen2-VL: half pairing, pair i driven by axis t, h or w in contiguous chunks of
+ *                sections[0..2] pairs
+ *   IMROPE       Qwen3-VL: half pairing, pair i driven by h if i % 3 == 1 && i < 3 sections[1],
+ *                by w if i % 3 == 2 && i < 3 sections[2], by t otherwise
+ *   AXIAL        interleaved pairs; axis a owns sections[a] consecutive pairs with its own ladder
+ *                base^(-2j/(2 sections[a])) (2-D vision, CogVideoX 3-D) */
 #define ROPECHECK_LAYOUT_INTERLEAVED 0
 #define ROPECHECK_LAYOUT_HALF 1
+#define ROPECHECK_LAYOUT_PROPORTIONAL 2
+#define ROPECHECK_LAYOUT_MROPE 3
+#define ROPECHECK_LAYOUT_IMROPE 4
+#define ROPECHECK_LAYOUT_AXIAL 5
 #define ROPECHECK_LAYOUT_BIT(l) (1u << (l))
-#define ROPECHECK_LAYOUT_BIT_ALL 0x3u
+#define ROPECHECK_LAYOUT_BIT_1D 0x7u /* interleaved, half, proportional */
+#define ROPECHECK_LAYOUT_BIT_ALL 0x3Fu
 
-/* Frequency scaling variant. Only NONE exists in ABI 1; later variants (linear, dynamic NTK,
- * YaRN, llama3, LongRoPE) are new values whose parameters go in ropecheck_spec.scaling_params.
- * A kernel that does not know a kind must return ROPECHECK_UNSUPPORTED. */
+/* Frequency scaling variant (formulas and the recipes they follow: enum ScalingKind in
+ * ropecheck/spec.hpp; parameters: ropecheck_scaling below). A plugin declares the kinds it
+ * implements in ropecheck_plugin.scalings; others are skipped without calling it. */
 #define ROPECHECK_SCALING_NONE 0
+#define ROPECHECK_SCALING_LINEAR 1
+#define ROPECHECK_SCALING_DYNAMIC 2
+#define ROPECHECK_SCALING_YARN 3
+#define ROPECHECK_SCALING_LLAMA3 4
+#define ROPECHECK_SCALING_FREQ_FACTORS 5
+#define ROPECHECK_SCALING_LONGROPE 6
+#define ROPECHECK_SCALING_BIT(k) (1u << (k))
+#define ROPECHECK_SCALING_BIT_ALL 0x7Fu
+
+/* ropecheck_plugin.flags */
+/* apply() reads ropecheck_tensor.real_positions when it is non-NULL. Without this flag, calls with
+ * real-valued positions are skipped without calling the plugin. */
+#define ROPECHECK_FLAG_REAL_POSITIONS 0x1u
 
 /* How the kernel turns (spec, position) into an angle (see Policy in ropecheck/kernel.hpp).
  *   POW_PRODUCT: theta_i = pow(base, -2i/rotary_dim) and angle = m * theta_i, both in `angle`.
@@ -87,29 +121,67 @@ extern "C" {
 #define ROPECHECK_UNSUPPORTED 1 /* this spec/dtype is not handled: skipped, not failed */
 #define ROPECHECK_ERROR 2
 
+/* ---- the scaling variant: every parameter, explicit ------------------------------------------
+ * Fields a kind does not use hold ropecheck's defaults (shown) and must be ignored. Arrays are
+ * owned by the host and valid for the duration of the call. */
+typedef struct ropecheck_scaling {
+  int32_t kind;     /* ROPECHECK_SCALING_* */
+  int32_t truncate; /* yarn: 1 = floor/ceil the correction range (HF default), 0 = not (gpt-oss) */
+  double factor;    /* linear, dynamic, yarn, llama3 (1) */
+  /* yarn, llama3, longrope: the pre-training context (0) */
+  int64_t original_max_position_embeddings;
+  /* dynamic: L0 of the formula; longrope: the extended context (0) */
+  int64_t max_position_embeddings;
+  /* dynamic, longrope: the sequence length the table is built for; 0 = none given (dynamic uses
+   * L0, longrope the short factors). LongRoPE uses long factors iff seq_len > original, strictly.
+   */
+  int64_t seq_len;
+  double beta_fast, beta_slow;   /* yarn (32, 1) */
+  double mscale, mscale_all_dim; /* yarn (DeepSeek); 0 = not given (0, 0) */
+  int32_t has_attention_factor;  /* yarn, longrope: 1 if attention_factor is explicit */
+  int32_t reserved_i32;
+  double attention_factor;                  /* explicit; wins over every derived one */
+  double low_freq_factor, high_freq_factor; /* llama3 (1, 4) */
+  const double* short_factor;               /* longrope: n_short_factor = rotary_dim/2 values */
+  int64_t n_short_factor;
+  const double* long_factor; /* longrope: n_long_factor = rotary_dim/2 values */
+  int64_t n_long_factor;
+  const double* freq_factors; /* freq_factors (GGUF rope_freqs): theta'_i = theta_i / ff[i] */
+  int64_t n_freq_factors;
+  int64_t reserved_i64[4]; /* 0 */
+  double reserved_f64[4];  /* 0 */
+} ropecheck_scaling;
+
 /* ---- the spec: everything needed to compute the frequencies ---------------------------------- */
 typedef struct ropecheck_spec {
   uint32_t struct_size; /* sizeof(ropecheck_spec) as compiled by the host */
   int32_t layout;       /* ROPECHECK_LAYOUT_* */
   int64_t head_dim;     /* >= 1, may be odd */
-  int64_t rotary_dim;   /* even, <= head_dim; dims >= rotary_dim pass through unchanged */
+  int64_t rotary_dim;   /* even, <= head_dim; dims not in a rotated pair pass through unchanged */
   double base;          /* theta_i = base^(-2i/rotary_dim), base taken as this exact double */
-  double scale;         /* magnitude s: every block is s * [[cos, -sin], [sin, cos]] */
-  int32_t scaling_kind; /* ROPECHECK_SCALING_*; NONE in ABI 1 */
-  /* Multi-axis RoPE (M-RoPE, 2-D vision): number of position axes. 1 in ABI 1; positions then
-   * hold n_tokens * n_axes values, axis-major within a token. */
+  /* Magnitude s: every block is s * a * [[cos, -sin], [sin, cos]] with a the scaling variant's
+   * attention factor (yarn, longrope; 1 for the other kinds). */
+  double scale;
+  ropecheck_scaling scaling;
+  /* Position axes of the layout: 1 for the 1-D layouts, 3 for mrope/imrope, n_sections for
+   * axial. */
   int32_t n_axes;
-  double scaling_params[16]; /* meaning depends on scaling_kind; all 0 for NONE */
-  int64_t axis_sections[8];  /* pairs per axis for multi-axis RoPE; 0 when n_axes == 1 */
-  int64_t reserved_i64[8];   /* 0; reserved for later ABI-compatible additions */
-  double reserved_f64[8];    /* 0 */
+  int32_t reserved_i32;
+  /* mrope/imrope: mrope_section (pairs per axis t, h, w); axial: pairs per axis. Sum =
+   * rotary_dim/2. NULL / 0 for the 1-D layouts. */
+  const int64_t* sections;
+  int64_t n_sections;
+  int64_t reserved_i64[8]; /* 0; reserved for later ABI-compatible additions */
+  double reserved_f64[8];  /* 0 */
 } ropecheck_spec;
 
 /* ---- one call's tensors ----------------------------------------------------------------------
  * n_tokens x n_heads vectors of head_dim elements. Element (t, h, j) is at
  * in/out + t * token_stride + h * head_stride + j (strides in ELEMENTS, not bytes), so
  * non-contiguous views are exercised. out may equal in (in-place); it never partially overlaps.
- * positions[t] is token t's position (int64, may be negative). */
+ * positions[t * n_axes + a] is token t's position on axis a (int64, may be negative). n_axes is 1
+ * (one position per token, used on every axis of a multi-axis spec, i.e. t = h = w) or
+ * spec->n_axes. */
 typedef struct ropecheck_tensor {
   uint32_t struct_size; /* sizeof(ropecheck_tensor) as compiled by the host */
   int32_t dtype;        /* ROPECHECK_DTYPE_* of in and out */
@@ -120,11 +192,18 @@ typedef struct ropecheck_tensor {
   const int64_t* positions;
   const void* in;
   void* out;
-  /* Optional precomputed theta_i = base^(-2i/rotary_dim), i < rotary_dim/2, each correctly
-   * rounded from the exact value into f64 and into f32. For kernels whose interface takes a
-   * table; a kernel that computes its own frequencies ignores them. */
+  /* Optional precomputed inverse frequencies of pair i (i < rotary_dim/2, pair order): the
+   * unscaled ladder theta_i of the layout (see ROPECHECK_LAYOUT_*) with the scaling variant
+   * applied (theta'_i), each correctly rounded from the exact value into f64 and into f32. For
+   * kernels whose interface takes a table; a kernel that computes its own frequencies ignores
+   * them. The attention factor is NOT folded in. */
   const double* inv_freq_f64;
   const float* inv_freq_f32;
+  int64_t n_axes; /* positions per token: 1 or spec->n_axes */
+  /* Non-NULL: real-valued positions (same indexing as positions, exact doubles, e.g. CogVideoX
+   * linspace grids) replace positions, which is then NULL. Only passed to plugins that declare
+   * ROPECHECK_FLAG_REAL_POSITIONS. */
+  const double* real_positions;
   void* reserved_ptr[4];
   int64_t reserved_i64[4];
 } ropecheck_tensor;
@@ -156,6 +235,9 @@ typedef struct ropecheck_plugin {
   /* Required: rotate. Returns ROPECHECK_OK, ROPECHECK_UNSUPPORTED or an error code. */
   int (*apply)(const ropecheck_spec* spec, const ropecheck_tensor* tensor, void* user);
   void* user; /* passed back to supports() and apply() */
+  /* Mask of ROPECHECK_SCALING_BIT(k) the kernel implements (NONE is implied; 0 = NONE only). */
+  uint32_t scalings;
+  uint32_t flags; /* ROPECHECK_FLAG_* */
   void* reserved[8];
 } ropecheck_plugin;
 

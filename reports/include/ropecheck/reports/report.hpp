@@ -44,6 +44,16 @@ struct Options {
   unsigned reference_bits = 0;  // 0 = reference::default_bits (160 for every dtype we have)
   // Budget that defines the precision-safe context length: max per-pair error <= budget_u * u.
   double safe_budget_u = 2.0;
+  // Polled between work units (from every worker thread; must be cheap and thread-safe, e.g. a
+  // flag set by a signal handler). When it returns true, run() stops and throws Interrupted.
+  std::function<bool()> stop;
+};
+
+// run() was stopped through Options::stop; what() says after how many work units and which one
+// was the first left unfinished. No report document exists: nothing should be written.
+class Interrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // Throws OptionsError naming the offending option.

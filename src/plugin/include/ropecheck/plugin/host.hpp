@@ -60,9 +60,11 @@ struct Options {
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
 };
 
-// theta_i tables handed to plugins that take a precomputed table. The CLI installs a provider
-// backed by the multiprecision reference (correctly rounded); the default evaluates base^(-2i/rd)
-// in x87 long double (64-bit significand) and rounds to double, correct except in near-tie cases.
+// theta'_i tables (the scaled ladder, pair order) handed to plugins that take a precomputed
+// table. The CLI installs a provider backed by the multiprecision reference (correctly rounded);
+// the default evaluates the unscaled ladder base^(-2j/dim) in x87 long double (64-bit significand)
+// and rounds to double, correct except in near-tie cases; for scaled specs it falls back to the
+// spec's f64 formulas (theta_ladder_f64: a few roundings, not correctly rounded).
 struct InvFreqTables {
   std::vector<double> f64;
   std::vector<float> f32;
@@ -80,6 +82,8 @@ struct Descriptor {
   std::vector<std::int64_t> head_dims;  // empty = any
   Policy policies[ROPECHECK_DTYPE_COUNT];
   bool has_supports = false;
+  std::uint32_t scalings = 0;  // ROPECHECK_SCALING_BIT mask (NONE implied)
+  std::uint32_t flags = 0;     // ROPECHECK_FLAG_*
 };
 
 class PluginKernel final : public Kernel {
