@@ -6,8 +6,10 @@
 
 #include "ropecheck/kernel.hpp"
 
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ropecheck::cli {
@@ -25,6 +27,18 @@ bool parse_int64(const std::string& s, long long& out);
 double parse_finite_double(const std::string& s, const std::string& what);
 
 nlohmann::ordered_json policy_json(const Policy& p);
+
+// The whole app (all subcommands) and the exit-code mapping of main(): parse errors, bad usage and
+// bad input -> 2 with a message on stderr, other exceptions -> 3.
+void add_all(CLI::App& app);
+int run(int argc, const char* const* argv);
+
+// `check --spec` JSON text -> the string key/value map __metadata__ also gives (UsageError on
+// malformed input), and the spec it resolves to for tensors whose last dimension is last_dim
+// (UsageError/SpecError on invalid values). Separate from the file reading for the fuzz target.
+std::map<std::string, std::string> parse_spec_json(std::string_view text, const std::string& what);
+RopeSpec resolve_check_spec(const std::map<std::string, std::string>& keys, std::int64_t last_dim,
+                            std::size_t rank);
 
 void add_list(CLI::App& app);
 void add_eval(CLI::App& app);

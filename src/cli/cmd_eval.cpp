@@ -16,7 +16,10 @@ namespace ref = ropecheck::reference;
 namespace {
 
 struct EvalOptions {
-  std::int64_t head_dim = 0;
+  // Sentinel for "not given", so an explicit --head-dim 0 reaches the spec validation and is
+  // reported as such rather than as a missing option.
+  static constexpr std::int64_t kUnset = std::numeric_limits<std::int64_t>::min();
+  std::int64_t head_dim = kUnset;
   std::int64_t rotary_dim = 0;
   double base = 10000.0;
   double scale = 1.0;
@@ -55,7 +58,7 @@ RopeSpec eval_spec(const EvalOptions& o) {
     s.scale = o.scale;
     return s.normalized();
   }
-  if (o.head_dim == 0 || o.layout.empty())
+  if (o.head_dim == EvalOptions::kUnset || o.layout.empty())
     throw UsageError("--head-dim and --layout are required (or --hf-config)");
   const auto layout = parse_layout(o.layout);
   if (!layout || is_multi_axis(*layout))

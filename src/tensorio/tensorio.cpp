@@ -198,7 +198,8 @@ TensorFile parse_safetensors(const unsigned char* data, std::size_t n, const std
   nlohmann::json h;
   try {
     h = nlohmann::json::parse(hbeg, hbeg + hlen);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for numbers beyond double (1e400): both malformed headers.
     fail(what, "header JSON (bytes 8-" + std::to_string(8 + hlen) + ") is malformed: " + e.what());
   }
   if (!h.is_object()) fail(what, "header JSON is not an object");
@@ -268,7 +269,9 @@ TensorFile parse_safetensors(const unsigned char* data, std::size_t n, const std
       fail(what, loc + ": byte count " + std::to_string(e - b) + " != shape " + shape_str(t.shape) +
                      " x " + std::to_string(eb) + " bytes (" + t.type_name + ")");
     t.data.assign(data + data_start + b, data + data_start + e);
-    spans.push_back({b, e, key});
+    // Empty tensors occupy no bytes, so they cannot overlap anything (their offsets may coincide
+    // with a neighbour's begin).
+    if (e > b) spans.push_back({b, e, key});
     out.tensors.push_back(std::move(t));
   }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.b < b.b; });
