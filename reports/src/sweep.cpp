@@ -2,6 +2,7 @@
 // reference and against a recipe-faithful reference; the precision-safe context length search;
 // the score-offset search; the special-value cases. Produces the JSON report document.
 #include "recipe.hpp"
+#include "shard.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"
@@ -645,6 +646,7 @@ json bucket_json(ErrorStats& st, const Setup& S, Dtype d, int bi) {
            {"angle_rms_u", num(std::sqrt(st.sum_angle2 / np))},
            {"rotation_rms_u", num(std::sqrt(st.sum_rot2 / np))},
            {"angle_share", num(share)}}}};
+  j["merge"] = detail::bucket_merge_state(st);  // what `report --merge` needs (merge.cpp)
   return j;
 }
 
@@ -728,6 +730,9 @@ void validate(const Options& o) {
     fail("--ref-bits must be in [64, 100000]");
   if (!(o.safe_budget_u > 0) || !std::isfinite(o.safe_budget_u))
     fail("--safe-budget-u must be finite and > 0");
+  if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count)
+    fail("--shard: index " + std::to_string(o.shard_index) + " of " +
+         std::to_string(o.shard_count) + " shards (need 0 <= index < count)");
 }
 
 json run(const Options& o, const std::vector<const Kernel*>& kernels, const Progress& progress) {
@@ -773,6 +778,16 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
   for (std::size_t k = 0; k < nk; ++k)
     for (int di = 0; di < nd; ++di) units.push_back({kSpecial, static_cast<int>(k), di, 0});
 
+  // Sharding: this run keeps the units whose work-list index is shard_index mod shard_count (the
+  // list depends only on the options; unit seeds do not depend on the index). merge.cpp joins.
+  const std::size_t units_total = units.size();
+  if (o.shard_count > 1) {
+    std::vector<Unit> mine;
+    for (std::size_t i = 0; i < units.size(); ++i)
+      if (i % static_cast<std::size_t>(o.shard_count) == static_cast<std::size_t>(o.shard_index))
+        mine.push_back(units[i]);
+    units = std::move(mine);
+  }
   std::vector<SweepResult> sweep(units.size());
   std::vector<SearchResult> searches(units.size());
   std::vector<json> specials(units.size());
@@ -867,6 +882,11 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
   json doc;
   doc["schema_version"] = kSchemaVersion;
   doc["tool"] = "ropecheck report";
+  if (o.shard_count > 1)
+    doc["shard"] = {{"index", o.shard_index},
+                    {"total", o.shard_count},
+                    {"units", units.size()},
+                    {"units_total", units_total}};
   for (const auto& d : kDefinitions) doc["definitions"][d[0]] = d[1];
   json opt;
   for (const Kernel* k : kernels) opt["kernels"].push_back(k->name());
@@ -935,7 +955,8 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
         r["octaves"].push_back({{"position_lo", lo},
                                 {"n_pairs", oc.n_pairs},
                                 {"max_pair_u", num(oc.max_pair_u)},
-                                {"rms_pair_u", num(std::sqrt(oc.sum_pair2 / oc.n_pairs))}});
+                                {"rms_pair_u", num(std::sqrt(oc.sum_pair2 / oc.n_pairs))},
+                                {"sum_pair2", oc.sum_pair2.str()}});
       }
       doc["results"].push_back(r);
     }

@@ -4,6 +4,8 @@
 #   determinism  two runs with the same seed (1 and 2 threads) give the same JSON bar environment
 #   usage        bad options exit 2 with a message and write nothing
 #   baseline     --baseline with the report itself: no regression; with a shrunken copy: exit 1
+#   shard        unsharded == --shard 0/2 + GTEST_* 1/2 merged (apart from environment/shard);
+#                bad merges and bad --shard values exit 2
 cmake_minimum_required(VERSION 3.25)
 
 set(SMALL --kernels all --dtypes f32,bf16 --head-dims 16 --bases 1e4 --layouts interleaved,half
@@ -96,6 +98,71 @@ elseif(CASE STREQUAL "baseline")
   if(EXISTS ${BASELINE})
     run_ok(${TOOL} validate-json ${SCHEMA} ${BASELINE})
   endif()
+elseif(CASE STREQUAL "shard")
+  # Unsharded vs two shards (one by --shard, one by gtest's environment variables) merged: the
+  # same report.json apart from environment/shard; bad merges exit 2 with a message.
+  set(W ${WORK}/shard)
+  file(REMOVE_RECURSE ${W})
+  report(${W}/full "0|1" --seed 3)
+  report(${W}/s0 "0|1" --seed 3 --shard 0/2)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=1
+                          GTEST_SHARD_STATUS_FILE=${W}/status
+                          ${ROPECHECK} report ${SMALL} --seed 3 --out ${W}/s1
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc MATCHES "^(0|1)$")
+    message(FATAL_ERROR "shard 1/2 via GTEST_*: exit ${rc}\n${out}\n${err}")
+  endif()
+  if(NOT EXISTS ${W}/status)
+    message(FATAL_ERROR "GTEST_SHARD_STATUS_FILE was not created")
+  endif()
+  foreach(d s0 s1)
+    run_ok(${TOOL} validate-json ${SCHEMA} ${W}/${d}/report.json)
+    file(READ ${W}/${d}/report.json js)
+    string(JSON total GET "${js}" shard total)
+    if(NOT total EQUAL 2)
+      message(FATAL_ERROR "${d}: no shard metadata")
+    endif()
+  endforeach()
+  # Each shard alone is not the full report (the test can fail).
+  execute_process(COMMAND ${TOOL} same-json-merged ${W}/full/report.json ${W}/s0/report.json
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "shard 0/2 already equals the full report: sharding did nothing")
+  endif()
+  execute_process(COMMAND ${ROPECHECK} report --merge ${W}/s1/report.json ${W}/s0/report.json
+                          --out ${W}/merged
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc MATCHES "^(0|1)$")
+    message(FATAL_ERROR "merge: exit ${rc}\n${out}\n${err}")
+  endif()
+  run_ok(${TOOL} validate-json ${SCHEMA} ${W}/merged/report.json)
+  run_ok(${TOOL} check-html ${W}/merged/report.html)
+  run_ok(${TOOL} check-xml ${W}/merged/junit.xml)
+  run_ok(${TOOL} same-json-merged ${W}/full/report.json ${W}/merged/report.json)
+  # Bad merges: a shard missing, one given twice, a different seed, another schema, no file.
+  report(${W}/seed9 "0|1" --seed 9 --shard 1/2)
+  file(READ ${W}/s1/report.json js)
+  string(JSON js SET "${js}" schema_version "1")
+  file(WRITE ${W}/old.json "${js}")
+  foreach(bad "${W}/s0/report.json" "${W}/s0/report.json;${W}/s0/report.json"
+              "${W}/s0/report.json;${W}/seed9/report.json" "${W}/s0/report.json;${W}/old.json"
+              "${W}/s0/report.json;${W}/nosuch.json")
+    execute_process(COMMAND ${ROPECHECK} report --merge ${bad} --out ${W}/bad
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 2 OR err STREQUAL "")
+      message(FATAL_ERROR "merge '${bad}': exit ${rc} (expected 2 with a message)\n${out}\n${err}")
+    endif()
+  endforeach()
+  if(EXISTS ${W}/bad/report.json)
+    message(FATAL_ERROR "a bad merge still wrote a report")
+  endif()
+  foreach(bad "--shard;2/2" "--shard;x" "--shard;-1/2")
+    execute_process(COMMAND ${ROPECHECK} report ${SMALL} ${bad} --out ${W}/bad
+                    RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+    if(NOT rc EQUAL 2 OR err STREQUAL "")
+      message(FATAL_ERROR "'${bad}': exit ${rc} (expected 2 with a message)")
+    endif()
+  endforeach()
 else()
   message(FATAL_ERROR "unknown CASE ${CASE}")
 endif()

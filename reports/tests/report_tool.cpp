@@ -4,6 +4,7 @@
 //   report_tool check-xml FILE              well-formed XML (JUnit)
 //   report_tool check-md FILE               Markdown has the headline and the required sections
 //   report_tool same-json A B               equal apart from the `environment` block
+//   report_tool same-json-merged A B        same text apart from `environment` and `shard`
 //   report_tool png-size FILE MIN_W MIN_H   a PNG at least MIN_W x MIN_H, non-trivial size
 //   report_tool browser CHROMIUM HTML PNG    renders HTML headless to PNG, then png-size 1200 3000;
 //                                            exit 77 (ctest skip) when CHROMIUM is absent
@@ -92,6 +93,20 @@ int main(int argc, char** argv) {
       if (x == y) return report({}, a[1] + " == " + a[2]);
       const auto patch = nlohmann::json::diff(x, y);
       return report({"differ (first differences): " + patch.dump().substr(0, 2000)}, "same-json");
+    }
+    if (a.size() == 3 && a[0] == "same-json-merged") {
+      // A merged sharded report vs the unsharded one: byte-identical JSON text apart from the
+      // environment block and the shard metadata (dump() also tells 1 from 1.0).
+      auto x = nlohmann::json::parse(slurp(a[1]));
+      auto y = nlohmann::json::parse(slurp(a[2]));
+      for (auto* j : {&x, &y}) {
+        j->erase("environment");
+        j->erase("shard");
+      }
+      if (x.dump() == y.dump()) return report({}, a[1] + " == " + a[2]);
+      const auto patch = nlohmann::json::diff(x, y);
+      return report({"differ (first differences): " + patch.dump().substr(0, 2000)},
+                    "same-json-merged");
     }
     if (a.size() == 4 && a[0] == "png-size")
       return png_size(a[1], static_cast<unsigned>(std::stoul(a[2])),

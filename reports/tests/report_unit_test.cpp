@@ -100,6 +100,59 @@ TEST(ReportStats, MergeEqualsOneAccumulatorAndKeepsTheFirstWorstCase) {
 }
 
 // The exact rotation used by the reports agrees with the reference's own blocked product.
+// Shard merges add exact sums: the result must not depend on grouping or order, and value() must
+// be the once-rounded exact sum (cases where naive double summation is known to be wrong).
+TEST(ReportStats, ExactSumIsExactAndOrderIndependent) {
+  auto sum = [](std::initializer_list<double> v) {
+    ExactSum s;
+    for (double x : v) s += x;
+    return s;
+  };
+  EXPECT_EQ(sum({1e100, 1.0, -1e100}).value(), 1.0);  // naive: 0
+  ExactSum tenth;
+  for (int i = 0; i < 10; ++i) tenth += 0.1;
+  EXPECT_EQ(tenth.value(), 1.0);  // exact 1 + 5.55e-17 rounds to 1; naive gives 1 - 2^-53
+  const double two53 = std::ldexp(1.0, 53);
+  EXPECT_EQ(sum({two53, 1.0}).value(), two53);  // tie -> even
+  EXPECT_EQ(sum({two53, 1.0, std::ldexp(1.0, -30)}).value(), two53 + 2);  // above the tie
+  EXPECT_EQ(sum({two53, 3.0}).value(), two53 + 4);                         // tie -> even (up)
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  EXPECT_EQ(sum({tiny, tiny, tiny}).value(), 3 * tiny);
+  EXPECT_EQ(sum({-2.5, 0.5}).value(), -2.0);
+  EXPECT_EQ(sum({std::numeric_limits<double>::max(), std::numeric_limits<double>::max()}).value(),
+            std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(sum({1.0, std::numeric_limits<double>::infinity(),
+                              -std::numeric_limits<double>::infinity()})
+                             .value()));
+  EXPECT_TRUE(std::isnan(sum({std::nan("")}).value()));
+  EXPECT_EQ(sum({}).str(), "0");
+  // Grouping and order: random magnitudes over 2^-60 .. 2^60, both signs.
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> ex(-60, 60);
+  std::vector<double> v;
+  for (int i = 0; i < 2000; ++i) v.push_back((i % 3 ? 1 : -1) * std::exp2(ex(rng)));
+  ExactSum all, a, b, c;
+  for (double x : v) all += x;
+  for (std::size_t i = 0; i < v.size(); ++i) (i % 3 == 0 ? a : i % 3 == 1 ? b : c) += v[i];
+  ExactSum ab = a;
+  ab += b;
+  ab += c;
+  ExactSum cb = c;
+  cb += b;
+  cb += a;
+  EXPECT_EQ(ab.str(), all.str());
+  EXPECT_EQ(cb.str(), all.str());
+  EXPECT_EQ(ab.value(), all.value());
+  // Text round trip, and a naive sum close to the exact one (sanity of value()).
+  EXPECT_EQ(ExactSum::parse(all.str()).str(), all.str());
+  EXPECT_EQ(ExactSum::parse(all.str()).value(), all.value());
+  long double naive = 0;
+  for (double x : v) naive += x;
+  EXPECT_NEAR(all.value(), static_cast<double>(naive), 1e-9 * std::fabs(static_cast<double>(naive)));
+  for (const char* bad : {"", "0x", "0xzzp0", "1.5", "0x1p", "0x1p-2000"})
+    EXPECT_THROW(ExactSum::parse(bad), std::invalid_argument) << bad;
+}
+
 TEST(ReportRecipe, ExactRotationMatchesReferenceApplyBlocked) {
   ref::set_precision_bits(160);
   for (Layout l : {Layout::interleaved, Layout::half}) {

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli.hpp"
+#include "shard.hpp"
 #include "ropecheck/reports/report.hpp"
 
 namespace ropecheck::cli {
@@ -63,6 +64,8 @@ struct ReportArgs {
   double baseline_factor = reports::kDefaultBaselineFactor;
   double safe_budget_u = reports::Options{}.safe_budget_u;
   bool quiet = false;
+  std::string shard;               // "i/n" (wins over GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS)
+  std::vector<std::string> merge;  // shard reports to merge instead of running a sweep
 };
 
 template <class T>
@@ -73,6 +76,11 @@ void push_unique(std::vector<T>& v, const T& x, const std::string& what, const s
 }
 
 void run_report(const ReportArgs& a) {
+  if (!a.merge.empty()) {
+    if (!a.shard.empty()) throw UsageError("--merge and --shard exclude each other");
+    merge_reports(a.merge, a.out, a.baseline, a.baseline_factor);
+    return;
+  }
   reports::Options o;
   std::vector<const Kernel*> kernels;
   if (a.kernels == "all") {
@@ -116,6 +124,10 @@ void run_report(const ReportArgs& a) {
   o.threads = a.threads;
   o.reference_bits = a.ref_bits;
   o.safe_budget_u = a.safe_budget_u;
+  const Shard shard = resolve_shard(a.shard);
+  o.shard_index = shard.index;
+  o.shard_count = shard.total;
+  touch_shard_status_file();
   if (a.out.empty()) throw UsageError("--out: give the output directory");
   try {
     reports::validate(o);
@@ -207,6 +219,12 @@ void add_report(CLI::App& app) {
                   "--baseline-factor x max(baseline, 0.5)");
   cmd->add_option("--baseline-factor", a->baseline_factor, "regression factor (default 2)");
   cmd->add_flag("--quiet", a->quiet, "no progress lines on stderr");
+  cmd->add_option("--shard", a->shard,
+                  "i/n: run only shard i of n of the work units (default: GTEST_SHARD_INDEX / "
+                  "GTEST_TOTAL_SHARDS when set); join the shard reports with --merge");
+  cmd->add_option("--merge", a->merge,
+                  "shard report.json files to merge into one report set in --out (no sweep)")
+      ->expected(1, -1);
   cmd->callback([a] { run_report(*a); });
 }
 

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli.hpp"
+#include "shard.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/plugin/host.hpp"
 #include "ropecheck/properties.hpp"
@@ -34,6 +35,7 @@ struct ValidateOptions {
   double timeout = 10.0;
   std::string out;
   std::uint64_t seed = 1;
+  std::string shard;  // "i/n"; default GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS
 };
 
 // The plugin restricted to one layout, so each (dtype, layout) configuration gets its own verdict
@@ -300,12 +302,18 @@ void run_validate(const ValidateOptions& o) {
   std::cout << "ropecheck validate: plugin '" << desc.name << "' (" << o.plugin << ", ABI "
             << desc.abi_version << ")\n  " << desc.description << "\n";
 
+  // Sharding (gtest protocol): the supported configurations, in this order, are dealt round-robin;
+  // shard i keeps configuration c when c mod n == i, so the n shards together run each once.
+  const Shard shard = resolve_shard(o.shard);
+  touch_shard_status_file();
+  int config_index = 0;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<ConfigResult> results;
   for (Dtype d : dtypes) {
     if (!(desc.dtypes & ROPECHECK_DTYPE_BIT(static_cast<int>(d)))) continue;
     for (Layout l : layouts) {
       if (!(desc.layouts & ROPECHECK_LAYOUT_BIT(static_cast<int>(l)))) continue;
+      if (config_index++ % shard.total != shard.index) continue;
       ConfigResult cr{d, l, {}, 0, 0, 0, {}, false, std::nullopt};
       const Policy pol = pk->policy(d);
       std::cerr << "[validate] " << name(d) << " " << name(l) << " (declared policy: angle "
@@ -426,7 +434,10 @@ void run_validate(const ValidateOptions& o) {
             << pk->calls() << " plugin calls, " << fmt(secs, 3) << " s (budget " << o.budget << ", "
             << max_success << " cases per property)\n";
 
-  if (!o.out.empty()) {
+  if (!o.out.empty() && results.empty())
+    std::cout << "shard " << shard.index << "/" << shard.total
+              << " holds no configuration; nothing written to " << o.out << "\n";
+  if (!o.out.empty() && !results.empty()) {
     reports::Options ro;
     ro.kernels = {};
     ro.dtypes.clear();
@@ -448,6 +459,7 @@ void run_validate(const ValidateOptions& o) {
                          {"name", desc.name},         {"budget", o.budget},
                          {"seconds", secs},           {"passed", !any_fail},
                          {"classification", overall}, {"configurations", jconf}};
+      if (shard.total > 1) doc["shard"] = {{"index", shard.index}, {"total", shard.total}};
       if (pk->poisoned()) {
         doc["report_faults"] = nlohmann::json::array();
         for (const auto& f : pk->faults()) doc["report_faults"].push_back(f.message());
@@ -484,6 +496,9 @@ void add_validate(CLI::App& app) {
                   "seed of the differential inputs and the properties (default 1)");
   cmd->add_option("--out", o->out,
                   "write the report set (as `ropecheck report`) and validation.json here");
+  cmd->add_option("--shard", o->shard,
+                  "i/n: check only configurations c with c mod n == i (default: "
+                  "GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS when set)");
   cmd->callback([o] { run_validate(*o); });
 }
 

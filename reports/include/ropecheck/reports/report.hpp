@@ -21,7 +21,8 @@
 
 namespace ropecheck::reports {
 
-inline constexpr int kSchemaVersion = 1;
+// 2: buckets carry mergeable state ("merge"), octaves their exact sum, shard metadata.
+inline constexpr int kSchemaVersion = 2;
 
 // Bad options: the CLI maps this to exit status 2.
 class OptionsError : public std::invalid_argument {
@@ -44,6 +45,9 @@ struct Options {
   unsigned reference_bits = 0;  // 0 = reference::default_bits (160 for every dtype we have)
   // Budget that defines the precision-safe context length: max per-pair error <= budget_u * u.
   double safe_budget_u = 2.0;
+  // Sharding (GoogleTest's protocol in the CLI): run only the work units whose index in the
+  // deterministic work list is shard_index mod shard_count; merge() joins the shard reports.
+  int shard_index = 0, shard_count = 1;
   // Polled between work units (from every worker thread; must be cheap and thread-safe, e.g. a
   // flag set by a signal handler). When it returns true, run() stops and throws Interrupted.
   std::function<bool()> stop;
@@ -66,6 +70,11 @@ using Progress = std::function<void(const std::string&)>;
 // (see reports/report.schema.json). `kernels` are the kernels to describe (built-in or plugins).
 nlohmann::json run(const Options& o, const std::vector<const Kernel*>& kernels,
                    const Progress& progress = {});
+
+// Merges the reports of every shard of one sweep (same options, each shard index once) into the
+// report the unsharded run gives, bit for bit apart from "environment" and "shard". Throws
+// OptionsError naming the problem (different options/seed/schema, a shard missing or twice).
+nlohmann::json merge(const std::vector<nlohmann::json>& shards);
 
 // Compares `now` against an older report: a regression is any kernel x dtype x bucket whose max
 // ULP or max per-pair error grew beyond `factor` times the baseline (see baseline.cpp for the

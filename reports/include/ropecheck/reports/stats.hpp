@@ -2,6 +2,8 @@
 // merged in a fixed order, so the report is the same whatever thread ran which unit.
 #pragma once
 
+#include "ropecheck/reports/exact_sum.hpp"
+
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -30,6 +32,12 @@ class QuantileSketch {
   void merge(const QuantileSketch& o);
   double percentile(double p) const;
   std::int64_t count() const { return n_; }
+  // Sparse bins (key -> count) for report JSON, so shard reports merge exactly.
+  const std::map<std::int32_t, std::int64_t>& bins() const { return bins_; }
+  void add_bin(std::int32_t key, std::int64_t count) {
+    bins_[key] += count;
+    n_ += count;
+  }
 
  private:
   std::map<std::int32_t, std::int64_t> bins_;
@@ -58,19 +66,22 @@ struct WorstCase {
 struct ErrorStats {
   std::int64_t n_vectors = 0, n_elements = 0, n_pairs = 0;
   QuantileSketch ulps;  // every element's ULP error, for percentiles
-  double sum_ulp = 0, sum_ulp2 = 0;
+  // Sums are exact (ExactSum) so that merging in any order, across threads or shard reports,
+  // gives the same bits.
+  ExactSum sum_ulp, sum_ulp2;
   WorstCase worst_ulp;
   double max_abs = 0;
-  double sum_err2 = 0, sum_exact2 = 0;  // NMSE numerator / denominator
+  ExactSum sum_err2, sum_exact2;  // NMSE numerator / denominator
   WorstCase worst_pair;
-  double sum_pair2 = 0;
+  ExactSum sum_pair2;
   std::int64_t not_correctly_rounded = 0, gt_1ulp = 0, gt_bound = 0;
   std::int64_t bound_pairs = 0;  // pairs that had a finite bound to compare against
   double max_utilization = -1;   // max over pairs of pair error / derived bound
   double bound_min_u = std::numeric_limits<double>::infinity(), bound_max_u = -1;
   // Angle-table error vs rotation error (see sweep.cpp): per pair, E_angle = recipe-faithful
   // exact rotation vs the exact spec, E_rot = kernel vs recipe-faithful exact rotation.
-  double max_angle_u = 0, max_rot_u = 0, sum_angle2 = 0, sum_rot2 = 0;
+  double max_angle_u = 0, max_rot_u = 0;
+  ExactSum sum_angle2, sum_rot2;
   std::array<std::int64_t, kUlpBins> hist{};
 
   void add_element(double ulp_error);
@@ -82,7 +93,8 @@ struct ErrorStats {
 int octave_of(std::int64_t position);
 struct OctaveStats {
   std::int64_t n_pairs = 0;
-  double max_pair_u = 0, sum_pair2 = 0;
+  double max_pair_u = 0;
+  ExactSum sum_pair2;
   void merge(const OctaveStats& o) {
     n_pairs += o.n_pairs;
     sum_pair2 += o.sum_pair2;

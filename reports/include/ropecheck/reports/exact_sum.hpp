@@ -1,0 +1,42 @@
+// Exact, order-independent sum of doubles: a fixed-point superaccumulator in units of 2^-1074
+// (the smallest subnormal), so every finite double is an integer multiple of the unit and every
+// addition is exact. Why: report shards are merged by adding their sums, and floating-point
+// addition is not associative; with exact sums, (a + b) + c == a + (b + c) bit for bit, so a
+// merged sharded report equals the unsharded one. value() rounds the exact sum once (to nearest,
+// ties to even); non-finite terms follow IEEE (NaN, or inf + -inf = NaN, else the inf).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace ropecheck::reports {
+
+class ExactSum {
+ public:
+  ExactSum() = default;
+  ExactSum& operator+=(double v);
+  ExactSum& operator+=(const ExactSum& o);
+  // The correctly rounded sum. Implicit so arithmetic written for a plain double sum still reads
+  // naturally (st.sum / n); the conversion rounds once.
+  double value() const;
+  operator double() const { return value(); }  // NOLINT(google-explicit-constructor)
+
+  // Canonical text form for report JSON: "0", "nan", "inf", "-inf" or "[-]0x<hex>p<exp>" (an
+  // exact integer times 2^exp, trailing zero nibbles folded into the exponent). parse() throws
+  // std::invalid_argument on anything else.
+  std::string str() const;
+  static ExactSum parse(const std::string& s);
+
+ private:
+  // 32-bit digits held in int64 limbs (carry-save: each limb absorbs 2^31 additions before a
+  // normalization is needed). 2^-1074 .. 2^1024 plus 2^64 headroom: 2162 bits -> 68 limbs.
+  static constexpr int kLimbs = 68;
+  std::array<std::int64_t, kLimbs> limb_{};
+  std::uint32_t pending_ = 0;  // additions since the last normalization
+  bool nan_ = false, pos_inf_ = false, neg_inf_ = false;
+  void normalize();
+  void add_scaled(std::uint64_t mant, int shift, bool neg);
+};
+
+}  // namespace ropecheck::reports
