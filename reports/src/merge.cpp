@@ -22,9 +22,24 @@ using nlohmann::json;
 
 namespace detail {
 
+// Sparse sketch bins as text, one line however many bins (tens of thousands for wide-ranging
+// f64/f16 ULP errors): runs of consecutive keys "key:count,count,... key:count,...".
+std::string encode_sketch(const QuantileSketch& q) {
+  std::string t;
+  std::int64_t prev = -2;
+  for (const auto& [k, c] : q.bins()) {
+    if (k == prev + 1)
+      t += ",";
+    else
+      t += (t.empty() ? "" : " ") + std::to_string(k) + ":";
+    t += std::to_string(c);
+    prev = k;
+  }
+  return t;
+}
+
 json bucket_merge_state(const ErrorStats& st) {
-  json sk = json::array();
-  for (const auto& [k, c] : st.ulps.bins()) sk.push_back({k, c});
+  const std::string sk = encode_sketch(st.ulps);
   return {{"sums",
            {{"ulp", st.sum_ulp.str()},
             {"ulp2", st.sum_ulp2.str()},
@@ -145,6 +160,36 @@ struct Worst {
   }
 };
 
+void decode_sketch(const std::string& t, QuantileSketch& q) {
+  std::size_t i = 0;
+  auto number = [&] {
+    std::size_t j = i;
+    while (j < t.size() && t[j] >= '0' && t[j] <= '9') ++j;
+    if (j == i || j - i > 12) fail("malformed ulp_sketch near offset " + std::to_string(i));
+    const long long v = std::stoll(t.substr(i, j - i));
+    i = j;
+    return v;
+  };
+  while (i < t.size()) {
+    long long k = number();
+    if (i >= t.size() || t[i] != ':') fail("malformed ulp_sketch (expected ':')");
+    ++i;
+    for (;;) {
+      if (k > std::numeric_limits<std::int32_t>::max()) fail("ulp_sketch key out of range");
+      q.add_bin(static_cast<std::int32_t>(k++), number());
+      if (i < t.size() && t[i] == ',') {
+        ++i;
+        continue;
+      }
+      break;
+    }
+    if (i < t.size()) {
+      if (t[i] != ' ') fail("malformed ulp_sketch (expected ' ')");
+      ++i;
+    }
+  }
+}
+
 json merge_buckets(const std::vector<const json*>& g) {
   json b = *g.front();
   std::int64_t nv = 0, ne = 0, np = 0, ncr = 0, g1 = 0, gb = 0, bp = 0;
@@ -171,8 +216,7 @@ json merge_buckets(const std::vector<const json*>& g) {
     s_pair2 += exact(s.at("pair2"));
     s_angle2 += exact(s.at("angle2"));
     s_rot2 += exact(s.at("rot2"));
-    for (const auto& kc : m.at("ulp_sketch"))
-      q.add_bin(kc.at(0).get<std::int32_t>(), kc.at(1).get<std::int64_t>());
+    decode_sketch(m.at("ulp_sketch").get<std::string>(), q);
     wu.offer(x.at("ulp"), m.at("worst_ulp_spec").get<std::int64_t>());
     wp.offer(x.at("pair_error_u"), m.at("worst_pair_spec").get<std::int64_t>());
     sticky_max(max_abs, val(x.at("max_abs_error")));
@@ -221,18 +265,8 @@ json merge_buckets(const std::vector<const json*>& g) {
                             {"angle_rms_u", num(std::sqrt(a2 / npd))},
                             {"rotation_rms_u", num(std::sqrt(r2 / npd))},
                             {"angle_share", num((a2 + r2) > 0 ? a2 / (a2 + r2) : 0.0)}};
-  ErrorStats st;
-  st.sum_ulp = s_ulp;
-  st.sum_ulp2 = s_ulp2;
-  st.sum_err2 = s_err2;
-  st.sum_exact2 = s_exact2;
-  st.sum_pair2 = s_pair2;
-  st.sum_angle2 = s_angle2;
-  st.sum_rot2 = s_rot2;
-  st.ulps = q;
-  st.worst_ulp.spec_index = wu.spec;
-  st.worst_pair.spec_index = wp.spec;
-  b["merge"] = detail::bucket_merge_state(st);
+  // The merged report is a whole report: like an unsharded one, it carries no merge state.
+  b.erase("merge");
   return b;
 }
 

@@ -646,7 +646,8 @@ json bucket_json(ErrorStats& st, const Setup& S, Dtype d, int bi) {
            {"angle_rms_u", num(std::sqrt(st.sum_angle2 / np))},
            {"rotation_rms_u", num(std::sqrt(st.sum_rot2 / np))},
            {"angle_share", num(share)}}}};
-  j["merge"] = detail::bucket_merge_state(st);  // what `report --merge` needs (merge.cpp)
+  // What `report --merge` needs (merge.cpp); only shard reports carry it (it is most of their size).
+  if (S.o.shard_count > 1) j["merge"] = detail::bucket_merge_state(st);
   return j;
 }
 

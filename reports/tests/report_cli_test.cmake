@@ -6,6 +6,7 @@
 #   baseline     --baseline with the report itself: no regression; with a shrunken copy: exit 1
 #   shard        unsharded == --shard 0/2 + GTEST_* 1/2 merged (apart from environment/shard);
 #                bad merges and bad --shard values exit 2
+#   validate_shard  validate --shard 0/2 + GTEST_* 1/2 configurations == the unsharded run's
 cmake_minimum_required(VERSION 3.25)
 
 set(SMALL --kernels all --dtypes f32,bf16 --head-dims 16 --bases 1e4 --layouts interleaved,half
@@ -163,6 +164,35 @@ elseif(CASE STREQUAL "shard")
       message(FATAL_ERROR "'${bad}': exit ${rc} (expected 2 with a message)")
     endif()
   endforeach()
+elseif(CASE STREQUAL "validate_shard")
+  # validate deals its (dtype, layout) configurations to shards: the shards' configurations are
+  # disjoint and together the unsharded run's.
+  set(VAL validate --plugin ${PLUGIN} --budget quick --dtypes f32 --layouts interleaved,half,mrope)
+  function(configs var)
+    execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "${ARGN}: exit ${rc}\n${out}\n${err}")
+    endif()
+    string(REGEX MATCHALL "f32 [a-z]+ = " found "${out}")
+    set(${var} ${found} PARENT_SCOPE)
+  endfunction()
+  configs(all ${ROPECHECK} ${VAL})
+  configs(s0 ${ROPECHECK} ${VAL} --shard 0/2)
+  file(REMOVE ${WORK}/vstatus)
+  configs(s1 ${CMAKE_COMMAND} -E env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=1
+             GTEST_SHARD_STATUS_FILE=${WORK}/vstatus ${ROPECHECK} ${VAL})
+  if(NOT EXISTS ${WORK}/vstatus)
+    message(FATAL_ERROR "validate did not create GTEST_SHARD_STATUS_FILE")
+  endif()
+  list(LENGTH all n)
+  list(LENGTH s0 n0)
+  list(LENGTH s1 n1)
+  set(union ${s0} ${s1})
+  list(SORT union)
+  list(SORT all)
+  if(NOT n EQUAL 3 OR n0 EQUAL 0 OR n1 EQUAL 0 OR NOT "${union}" STREQUAL "${all}")
+    message(FATAL_ERROR "shards [${s0}] + [${s1}] != unsharded [${all}]")
+  endif()
 else()
   message(FATAL_ERROR "unknown CASE ${CASE}")
 endif()
