@@ -2,11 +2,11 @@
 // reference and against a recipe-faithful reference; the precision-safe context length search;
 // the score-offset search; the special-value cases. Produces the JSON report document.
 #include "recipe.hpp"
-#include "shard.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"
 #include "ropecheck/reports/stats.hpp"
+#include "shard.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -646,7 +646,7 @@ json bucket_json(ErrorStats& st, const Setup& S, Dtype d, int bi) {
            {"angle_rms_u", num(std::sqrt(st.sum_angle2 / np))},
            {"rotation_rms_u", num(std::sqrt(st.sum_rot2 / np))},
            {"angle_share", num(share)}}}};
-  // What `report --merge` needs (merge.cpp); only shard reports carry it (it is most of their size).
+  // What `report --merge` needs (merge.cpp); only shard reports carry it (most of their size).
   if (S.o.shard_count > 1) j["merge"] = detail::bucket_merge_state(st);
   return j;
 }

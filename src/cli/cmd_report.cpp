@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "cli.hpp"
-#include "shard.hpp"
 #include "ropecheck/reports/report.hpp"
+#include "shard.hpp"
 
 namespace ropecheck::cli {
 

@@ -14,12 +14,12 @@
 #include <sstream>
 
 #include "cli.hpp"
-#include "shard.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/plugin/host.hpp"
 #include "ropecheck/properties.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"
+#include "shard.hpp"
 
 namespace ropecheck::cli {
 
