@@ -441,7 +441,8 @@ void matches_reference_within_bound(const Kernel& k) {
         const auto B = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[t]));
         const Mp err = hyp(ex(y[off + a]) - exact[a], ex(y[off + b]) - exact[b]);
         const double bound = B.abs(sn);
-        auto where = [&] {
+        // Structured bindings are copied in: clang < 16 cannot capture them by reference.
+        auto where = [&, a = a, b = b] {
           return "token " + std::to_string(t) + " head " + std::to_string(h) + " pair " +
                  std::to_string(i) + " x=(" + hex(xv[a]) + "," + hex(xv[b]) + ") got=(" +
                  hex(y[off + a]) + "," + hex(y[off + b]) + ") exact=(" + hex(dbl(exact[a])) + "," +

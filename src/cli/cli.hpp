@@ -40,6 +40,10 @@ std::map<std::string, std::string> parse_spec_json(std::string_view text, const 
 RopeSpec resolve_check_spec(const std::map<std::string, std::string>& keys, std::int64_t last_dim,
                             std::size_t rank);
 
+// `eval` stops after parsing and validating every option (no reference evaluation, no output):
+// the eval-argument fuzz target sets it so that it fuzzes the parser at parser speed.
+extern bool eval_validate_only;
+
 void add_list(CLI::App& app);
 void add_eval(CLI::App& app);
 void add_report(CLI::App& app);

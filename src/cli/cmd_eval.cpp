@@ -13,6 +13,8 @@ namespace ropecheck::cli {
 
 namespace ref = ropecheck::reference;
 
+bool eval_validate_only = false;
+
 namespace {
 
 struct EvalOptions {
@@ -143,6 +145,8 @@ void run_eval(const EvalOptions& o) {
     if (!kernel->supports(spec, *dtype))
       throw UsageError("kernel '" + o.kernel + "' does not support this spec/dtype");
   }
+
+  if (eval_validate_only) return;  // every option parsed and validated; the fuzz target stops here
 
   nlohmann::ordered_json out;
   out["spec"] = {{"head_dim", spec.head_dim}, {"rotary_dim", spec.rotary_dim},

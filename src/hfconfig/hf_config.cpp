@@ -135,8 +135,10 @@ RopeSpec spec_from_hf_config(const json& c, const HfConfigOptions& opts) {
     max_pos = integer(c["max_position_embeddings"], "max_position_embeddings");
 
   if (r.contains("mrope_section")) {
-    for (double v : numbers(r["mrope_section"], "mrope_section"))
-      s.sections.push_back(static_cast<std::int64_t>(v));
+    // Integers checked before the conversion: a double beyond int64 is UB to convert (found by
+    // fuzz_hf_config: "mrope_section": [16, 24, 2.3e112]).
+    if (!r["mrope_section"].is_array()) fail("'mrope_section' must be an array of integers");
+    for (const auto& e : r["mrope_section"]) s.sections.push_back(integer(e, "mrope_section"));
     const bool inter = r.contains("mrope_interleaved") && r["mrope_interleaved"].is_boolean() &&
                        r["mrope_interleaved"].get<bool>();
     s.layout = inter ? Layout::imrope : Layout::mrope;
@@ -214,8 +216,10 @@ RopeSpec spec_from_hf_config(const json& c, const HfConfigOptions& opts) {
             "rope_type 'longrope' needs original_max_position_embeddings, or "
             "max_position_embeddings and factor");
       sc.original_max_position_embeddings = max_pos;
-      sc.max_position_embeddings =
-          static_cast<std::int64_t>(static_cast<double>(max_pos) * num(r["factor"], "factor"));
+      const double mp = static_cast<double>(max_pos) * num(r["factor"], "factor");
+      if (!(mp >= 0 && mp <= 9.0e15))  // converting a double beyond int64 is UB
+        fail("max_position_embeddings x factor = " + std::to_string(mp) + " is out of range");
+      sc.max_position_embeddings = static_cast<std::int64_t>(mp);
     }
     if (r.contains("attention_factor") && !r["attention_factor"].is_null())
       sc.attention_factor = num(r["attention_factor"], "attention_factor");
