@@ -78,9 +78,13 @@ std::uint64_t unit_seed(std::uint64_t seed, std::initializer_list<std::uint64_t>
 }
 
 json spec_json(const RopeSpec& s) {
-  return {{"head_dim", s.head_dim}, {"rotary_dim", s.rotary_dim},
-          {"base", s.base},         {"layout", name(s.layout)},
-          {"scale", s.scale},       {"scaling", name(s.scaling.kind)}};
+  json j{{"head_dim", s.head_dim}, {"rotary_dim", s.rotary_dim},
+         {"base", s.base},         {"layout", name(s.layout)},
+         {"scale", s.scale},       {"scaling", name(s.scaling.kind)}};
+  // Variants and multi-axis layouts: the sections and the full parameter list (describe()).
+  if (!s.sections.empty()) j["sections"] = s.sections;
+  if (s.scaling.kind != ScalingKind::none || !s.sections.empty()) j["detail"] = describe(s);
+  return j;
 }
 
 const char* recipe_name(AngleRecipe r) {
@@ -194,6 +198,9 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
   }
 
   const std::int64_t np = spec.n_pairs();
+  // Errors are relative to s ||x_pair|| with s the magnitude (scale x the variant's attention
+  // factor), as in the property suite and the bounds.
+  const double mag = magnitude_f64(spec);
   for (std::int64_t p = 0; p < n_pos; ++p) {
     const std::int64_t m = positions[p];
     const Mp m_mp(static_cast<long long>(m));
@@ -228,8 +235,8 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
         for (std::int64_t i = 0; i < np; ++i) {
           const auto [a, bb] = spec.pair(i);
           au.push_back(pair_err_u(static_cast<double>(yrec.at(key)[a] - y[a]),
-                                  static_cast<double>(yrec.at(key)[bb] - y[bb]), x[a], x[bb],
-                                  spec.scale, u));
+                                  static_cast<double>(yrec.at(key)[bb] - y[bb]), x[a], x[bb], mag,
+                                  u));
         }
       }
       for (std::size_t k = 0; k < nk; ++k) {
@@ -277,7 +284,7 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
         const auto& au = angle_u.at(detail::recipe_key(pol[k]));
         for (std::int64_t i = 0; i < np; ++i) {
           const auto [a, bb] = spec.pair(i);
-          const double e = pair_err_u(diff[a], diff[bb], x[a], x[bb], spec.scale, u);
+          const double e = pair_err_u(diff[a], diff[bb], x[a], x[bb], mag, u);
           ++st.n_pairs;
           ++oc.n_pairs;
           st.sum_pair2 += e * e;
@@ -286,13 +293,13 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
           const double er = std::isfinite(g[a]) && std::isfinite(g[bb])
                                 ? pair_err_u(static_cast<double>(ref::exact(g[a]) - rec[a]),
                                              static_cast<double>(ref::exact(g[bb]) - rec[bb]), x[a],
-                                             x[bb], spec.scale, u)
+                                             x[bb], mag, u)
                                 : std::numeric_limits<double>::infinity();
           st.max_angle_u = std::fmax(st.max_angle_u, au[i]);
           if (er > st.max_rot_u || std::isnan(er)) st.max_rot_u = er;
           st.sum_angle2 += au[i] * au[i];
           st.sum_rot2 += er * er;
-          const double scaled_norm = std::hypot(x[a], x[bb]) * spec.scale;
+          const double scaled_norm = std::hypot(x[a], x[bb]) * mag;
           const double bound = bnd[k][i].total_u(scaled_norm);
           if (std::isfinite(bound) && bound > 0) {
             ++st.bound_pairs;
@@ -410,7 +417,7 @@ double safe_probe(const Setup& S, std::size_t k, int di, std::int64_t m) {
           const double e = std::isfinite(out[v][a]) && std::isfinite(out[v][b])
                                ? pair_err_u(static_cast<double>(ref::exact(out[v][a]) - y[a]),
                                             static_cast<double>(ref::exact(out[v][b]) - y[b]),
-                                            in[v][a], in[v][b], spec.scale, u)
+                                            in[v][a], in[v][b], magnitude_f64(spec), u)
                                : std::numeric_limits<double>::infinity();
           if (!(e <= worst)) worst = e;
         }
@@ -452,8 +459,9 @@ double score_probe(const Setup& S, std::size_t k, int di, std::int64_t delta) {
         nk += in[1][j] * in[1][j];
       }
       // rk carries one factor s; the kernel outputs carry s each.
-      exact_dot *= ref::exact(spec.scale);
-      const double denom = spec.scale * spec.scale * std::sqrt(nq) * std::sqrt(nk);
+      exact_dot *= ref::magnitude(spec);
+      const double mag = magnitude_f64(spec);
+      const double denom = mag * mag * std::sqrt(nq) * std::sqrt(nk);
       double e = finite ? std::fabs(static_cast<double>(got_dot - exact_dot)) / denom / u
                         : std::numeric_limits<double>::infinity();
       if (denom == 0) e = 0;
@@ -586,6 +594,9 @@ json worst_json(const WorstCase& w, const Setup& S, Dtype d, bool pair_case) {
   cmd << "ropecheck eval --head-dim " << spec.head_dim << " --rotary-dim " << spec.rotary_dim
       << " --base " << exact_text(spec.base) << " --layout " << name(spec.layout) << " --dtype "
       << name(d) << " --position " << w.position << " --input " << input;
+  // eval takes the variants' parameters from a config (--hf-config); name them here.
+  if (spec.scaling.kind != ScalingKind::none || !spec.sections.empty())
+    cmd << "  # with the spec's variant parameters: " << describe(spec);
   json j{{"value", num(w.value)},
          {"spec", spec_json(spec)},
          {"position", w.position},
@@ -709,6 +720,46 @@ const char* kDefinitions[][2] = {
      "1/2) (the floor keeps a change from 0 to a rounding-level error from counting)"},
 };
 
+// Dynamic NTK is length-dependent: R_a R_b = R_{a+b} holds for rotations from one table (one
+// sequence length), not across tables built for different lengths. A KV cache rotated while the
+// sequence was L0 tokens long and a query rotated after it grew to L use different bases once
+// L > L0: the relative angle of a pair at offset c then carries a * (theta_i(L) - theta_i(L0))
+// for the cached token's position a. Exact (MP) ladders, no kernel involved.
+json dynamic_composition() {
+  const RopeSpec base = [] {
+    for (const auto& vc : variant_cases())
+      if (vc.spec.scaling.kind == ScalingKind::dynamic) return vc.spec;
+    return RopeSpec{};
+  }();
+  const std::int64_t L0 = base.scaling.max_position_embeddings;
+  RopeSpec at_l0 = base;
+  at_l0.scaling.seq_len = L0;
+  const auto th0 = ref::inv_freqs(at_l0);
+  json j{{"spec", spec_json(at_l0)},
+         {"threshold", L0},
+         {"cached_position", L0 - 1},
+         {"note",
+          "KV cache rotated with the table for seq_len = threshold; query rotated with the table "
+          "for seq_len = L. max angle mismatch = max_i |(L0 - 1) (theta'_i(L) - theta'_i(L0))| "
+          "rad at the last cached position; composes = the two tables are identical (exact)."}};
+  j["rows"] = json::array();
+  for (std::int64_t L : {L0 / 2, L0 - 1, L0, L0 + 1, L0 + L0 / 8, 2 * L0, 8 * L0}) {
+    RopeSpec s = base;
+    s.scaling.seq_len = L;
+    const auto th = ref::inv_freqs(s);
+    ref::Mp worst(0);
+    for (std::size_t i = 0; i < th.size(); ++i) {
+      const ref::Mp dlt = abs((th[i] - th0[i]) * ref::Mp(static_cast<long long>(L0 - 1)));
+      if (dlt > worst) worst = dlt;
+    }
+    j["rows"].push_back({{"seq_len", L},
+                         {"base_f64", num(dynamic_base_f64(s))},
+                         {"max_angle_mismatch_rad", num(static_cast<double>(worst))},
+                         {"composes", worst == 0}});
+  }
+  return j;
+}
+
 }  // namespace
 
 void validate(const Options& o) {
@@ -736,20 +787,108 @@ void validate(const Options& o) {
          std::to_string(o.shard_count) + " shards (need 0 <= index < count)");
 }
 
+const std::vector<VariantCase>& variant_cases() {
+  static const std::vector<VariantCase> cases = [] {
+    std::vector<VariantCase> v;
+    auto add = [&](std::string n, std::string model, std::int64_t hd, double base, Scaling sc,
+                   Layout l = Layout::half, std::vector<std::int64_t> sections = {}) {
+      RopeSpec s;
+      s.head_dim = hd;
+      s.base = base;
+      s.layout = l;
+      s.scaling = std::move(sc);
+      s.sections = std::move(sections);
+      v.push_back({std::move(n), std::move(model), s.normalized()});
+    };
+    Scaling lin;
+    lin.kind = ScalingKind::linear;
+    lin.factor = 4;
+    add("linear", "linear position interpolation, factor 4 (HF linear)", 128, 1e4, lin);
+    Scaling dyn;
+    dyn.kind = ScalingKind::dynamic;
+    dyn.factor = 4;
+    dyn.max_position_embeddings = 4096;
+    dyn.seq_len = 16384;
+    add("dynamic", "HF dynamic NTK, factor 4, L0 4096, table built for 16384 tokens", 128, 1e4,
+        dyn);
+    Scaling yarn;
+    yarn.kind = ScalingKind::yarn;
+    yarn.factor = 40;
+    yarn.original_max_position_embeddings = 4096;
+    yarn.beta_fast = 32;
+    yarn.beta_slow = 1;
+    yarn.mscale = 1;
+    yarn.mscale_all_dim = 1;
+    add("yarn",
+        "DeepSeek-V3-like YaRN: factor 40, original 4096, mscale = mscale_all_dim = 1, "
+        "qk_rope_head_dim 64",
+        64, 1e4, yarn);
+    Scaling l3;
+    l3.kind = ScalingKind::llama3;
+    l3.factor = 8;
+    l3.low_freq_factor = 1;
+    l3.high_freq_factor = 4;
+    l3.original_max_position_embeddings = 8192;
+    add("llama3", "Llama-3.1-8B: factor 8, low 1, high 4, original 8192, theta 500000", 128, 5e5,
+        l3);
+    // Phi-3.5-like LongRoPE factors: smooth short factors near 1, long factors growing to ~40
+    // (the published lists' shape; exact values are not needed for a precision description).
+    for (const bool long_side : {false, true}) {
+      Scaling lr;
+      lr.kind = ScalingKind::longrope;
+      lr.original_max_position_embeddings = 4096;
+      lr.max_position_embeddings = 131072;
+      lr.seq_len = long_side ? 131072 : 4096;
+      for (int i = 0; i < 48; ++i) {
+        lr.short_factor.push_back(1.0 + 0.25 * i / 47.0);
+        lr.long_factor.push_back(1.0 + 39.0 * (i / 47.0) * (i / 47.0));
+      }
+      add(long_side ? "longrope_long" : "longrope_short",
+          std::string("Phi-3.5-like LongRoPE (head 96, original 4096, max 131072), seq_len ") +
+              (long_side ? "131072: long factors" : "4096: short factors (the switch is strict)"),
+          96, 1e4, lr);
+    }
+    add("mrope",
+        "Qwen2-VL M-RoPE, mrope_section [16,24,24], theta 1e6 (one position per token: "
+        "t = h = w)",
+        128, 1e6, Scaling{}, Layout::mrope, {16, 24, 24});
+    return v;
+  }();
+  return cases;
+}
+
 json run(const Options& o, const std::vector<const Kernel*>& kernels, const Progress& progress) {
   validate(o);
   if (kernels.empty()) throw OptionsError("no kernels to report on");
   const auto t0 = std::chrono::steady_clock::now();
   Setup S{o, kernels, {}};
-  for (auto hd : o.head_dims)
-    for (auto b : o.bases)
-      for (auto l : o.layouts) {
-        RopeSpec s;
-        s.head_dim = hd;
-        s.base = b;
-        s.layout = l;
-        S.specs.push_back(s.normalized());
-      }
+  if (o.spec) {
+    S.specs.push_back(o.spec->normalized());
+  } else {
+    for (auto hd : o.head_dims)
+      for (auto b : o.bases)
+        for (auto l : o.layouts) {
+          RopeSpec s;
+          s.head_dim = hd;
+          s.base = b;
+          s.layout = l;
+          S.specs.push_back(s.normalized());
+        }
+  }
+  // Variant sections: one Setup per variant (its spec only), the scalar and simd kernels among
+  // `kernels`, a quarter of the samples (the statistics are the same, the maxima sampled less).
+  std::vector<Setup> VS;
+  std::vector<const Kernel*> vkernels;
+  if (o.variants && !o.spec) {
+    for (const Kernel* k : kernels)
+      if (k->name() == "scalar" || k->name() == "simd") vkernels.push_back(k);
+    Options ov = o;
+    ov.samples = std::max<std::int64_t>(16, o.samples / 4);
+    if (!vkernels.empty())
+      for (const auto& vc : variant_cases()) VS.push_back(Setup{ov, vkernels, {vc.spec}});
+  }
+  const int nv = static_cast<int>(VS.size());
+  const std::size_t nvk = vkernels.size();
   unsigned bits = o.reference_bits;
   if (!bits)
     for (Dtype d : o.dtypes) bits = std::max(bits, ref::default_bits(d));
@@ -762,7 +901,7 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
   while (n_buckets < kNumBuckets && kBuckets[n_buckets].lo <= o.max_position) ++n_buckets;
 
   // Work list. Long sequential searches first so the two threads finish together.
-  enum Kind { kSafe, kScore, kSpecial, kSweep };
+  enum Kind { kSafe, kScore, kSpecial, kSweep, kVarSafe, kVarSweep };
   struct Unit {
     Kind kind;
     int a, b, c;
@@ -776,6 +915,14 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
   for (int di = 0; di < nd; ++di)
     for (int si = 0; si < ns; ++si)
       for (int bi = n_buckets - 1; bi >= 0; --bi) units.push_back({kSweep, di, si, bi});
+  // Variant units: safe-context searches (a = kernel, b = dtype, c = variant) before the sweeps
+  // (a = dtype, b = variant, c = bucket).
+  for (int vi = 0; vi < nv; ++vi)
+    for (std::size_t k = 0; k < nvk; ++k)
+      for (int di = 0; di < nd; ++di) units.push_back({kVarSafe, static_cast<int>(k), di, vi});
+  for (int vi = 0; vi < nv; ++vi)
+    for (int di = 0; di < nd; ++di)
+      for (int bi = n_buckets - 1; bi >= 0; --bi) units.push_back({kVarSweep, di, vi, bi});
   for (std::size_t k = 0; k < nk; ++k)
     for (int di = 0; di < nd; ++di) units.push_back({kSpecial, static_cast<int>(k), di, 0});
 
@@ -831,6 +978,14 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
           case kSpecial:
             specials[i] = special_values(S, k, w.b, special_violations[i]);
             break;
+          case kVarSafe:
+            searches[i] = search(
+                o.max_position, [&](std::int64_t m) { return safe_probe(VS[w.c], k, w.b, m); },
+                budget);
+            break;
+          case kVarSweep:
+            sweep[i] = sweep_unit(VS[w.b], w.a, 0, w.c);
+            break;
         }
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
@@ -858,12 +1013,19 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
   if (stopped) {
     // Where it stopped: the count, and the first unit (in work-list order) that did not finish.
     auto unit_name = [&](const Unit& w) {
-      const char* kinds[] = {"safe-context search", "score-offset search", "special values",
-                             "sweep"};
+      const char* kinds[] = {
+          "safe-context search",         "score-offset search", "special values", "sweep",
+          "variant safe-context search", "variant sweep"};
       std::string s = kinds[w.kind];
       if (w.kind == kSweep)
         return s + " " + name(o.dtypes[w.a]) + " " + describe(S.specs[w.b]) + " bucket " +
                kBuckets[w.c].name;
+      if (w.kind == kVarSweep)
+        return s + " " + variant_cases()[w.b].name + " " + name(o.dtypes[w.a]) + " bucket " +
+               kBuckets[w.c].name;
+      if (w.kind == kVarSafe)
+        return s + " " + variant_cases()[w.c].name + " " + vkernels[w.a]->name() + " " +
+               name(o.dtypes[w.b]);
       return s + " " + kernels[w.a]->name() + " " + name(o.dtypes[w.b]);
     };
     std::size_t n_done = 0, first_open = units.size();
@@ -900,6 +1062,8 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
   opt["seed"] = o.seed;
   opt["reference_bits"] = ref::precision_bits();
   opt["safe_budget_u"] = o.safe_budget_u;
+  opt["variants"] = nv > 0;
+  if (o.spec) opt["spec"] = describe(*o.spec);
   doc["options"] = opt;
   for (const auto& s : S.specs) doc["specs"].push_back(spec_json(s));
   for (int bi = 0; bi < kNumBuckets; ++bi) {
@@ -912,7 +1076,21 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
   std::vector<ErrorStats> acc(nk * nd * kNumBuckets);
   std::vector<std::array<OctaveStats, kOctaves>> oct(nk * nd);
   std::vector<std::int64_t> supported_specs(nk * nd, 0);
+  // Variant accumulators: (variant, kernel, dtype, bucket).
+  std::vector<ErrorStats> vacc(static_cast<std::size_t>(nv) * nvk * nd * kNumBuckets);
+  std::vector<char> vsupported(static_cast<std::size_t>(nv) * nvk * nd, 0);
   for (std::size_t i = 0; i < units.size(); ++i) {
+    if (units[i].kind == kVarSweep) {
+      const int di = units[i].a, vi = units[i].b, bi = units[i].c;
+      for (std::size_t k = 0; k < nvk; ++k) {
+        if (!sweep[i].supported[k]) continue;
+        const std::size_t kd = (static_cast<std::size_t>(vi) * nvk + k) * nd + di;
+        vsupported[kd] = 1;
+        vacc[kd * kNumBuckets + bi].merge(sweep[i].stats[k]);
+      }
+      sweep[i] = SweepResult{};
+      continue;
+    }
     if (units[i].kind != kSweep) continue;
     const int di = units[i].a, bi = units[i].c;
     for (std::size_t k = 0; k < nk; ++k) {
@@ -962,12 +1140,51 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
       doc["results"].push_back(r);
     }
 
+  // One section per variant: the same bucket statistics and the safe-context search.
+  doc["variants"] = json::array();
+  int variant_bound_exceeded = 0;
+  for (int vi = 0; vi < nv; ++vi) {
+    const VariantCase& vc = variant_cases()[static_cast<std::size_t>(vi)];
+    json vj{{"name", vc.name}, {"model", vc.model}, {"spec", spec_json(vc.spec)}};
+    vj["results"] = json::array();
+    for (std::size_t k = 0; k < nvk; ++k)
+      for (int di = 0; di < nd; ++di) {
+        const std::size_t kd = (static_cast<std::size_t>(vi) * nvk + k) * nd + di;
+        if (!vsupported[kd]) continue;
+        const Dtype d = o.dtypes[di];
+        json r{{"kernel", vkernels[k]->name()},
+               {"dtype", name(d)},
+               {"policy", policy_json(vkernels[k]->policy(d))}};
+        r["buckets"] = json::array();
+        std::int64_t gt = 0;
+        for (int bi = 0; bi < n_buckets; ++bi) {
+          auto& st = vacc[kd * kNumBuckets + bi];
+          if (st.n_vectors == 0) continue;
+          gt += st.gt_bound;
+          r["buckets"].push_back(bucket_json(st, VS[vi], d, bi));
+        }
+        variant_bound_exceeded += gt > 0;
+        vj["results"].push_back(r);
+      }
+    vj["safe_context"] = json::array();
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      const Unit& w = units[i];
+      if (w.kind != kVarSafe || w.c != vi) continue;
+      json sc{{"kernel", vkernels[static_cast<std::size_t>(w.a)]->name()},
+              {"dtype", name(o.dtypes[w.b])}};
+      sc.update(search_json(searches[i], o.max_position, budget));
+      vj["safe_context"].push_back(sc);
+    }
+    doc["variants"].push_back(vj);
+  }
+  if (nv > 0) doc["dynamic_composition"] = dynamic_composition();
+
   doc["safe_context"] = json::array();
   doc["score_offset"] = json::array();
   doc["special_values"] = json::array();
   for (std::size_t i = 0; i < units.size(); ++i) {
     const Unit& w = units[i];
-    if (w.kind == kSweep) continue;
+    if (w.kind == kSweep || w.kind == kVarSweep || w.kind == kVarSafe) continue;
     const auto k = static_cast<std::size_t>(w.a);
     const Dtype d = o.dtypes[w.b];
     json base{{"kernel", kernels[k]->name()}, {"dtype", name(d)}};
@@ -1006,6 +1223,18 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
                              {"passed", gt == 0},
                              {"message", msg.str()}});
   }
+  for (const auto& v : doc["variants"])
+    for (const auto& r : v["results"]) {
+      std::int64_t gt = 0;
+      for (const auto& b : r["buckets"]) gt += b["counts"]["gt_bound"].get<std::int64_t>();
+      doc["checks"].push_back(
+          {{"kernel", r["kernel"]},
+           {"dtype", r["dtype"]},
+           {"check", "MatchesReferenceWithinBound[" + v["name"].get<std::string>() + "]"},
+           {"passed", gt == 0},
+           {"message", std::to_string(gt) + " pairs above the derived bound on " +
+                           v["spec"].value("detail", std::string())}});
+    }
   for (const auto& s : doc["special_values"]) {
     const int v = s["violations"].get<int>();
     doc["checks"].push_back({{"kernel", s["kernel"]},
@@ -1014,7 +1243,7 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
                              {"passed", v == 0},
                              {"message", std::to_string(v) + " cases deviate from the policy"}});
   }
-  doc["summary"] = {{"bound_exceeded_kernel_dtypes", bound_exceeded},
+  doc["summary"] = {{"bound_exceeded_kernel_dtypes", bound_exceeded + variant_bound_exceeded},
                     {"special_value_violations", violations}};
 
   json env = environment();

@@ -8,12 +8,30 @@
 //                               spec from __metadata__ (string values) and/or --spec JSON
 //   --input x.npy --output y.npy --positions p.npy --spec spec.json
 //
-// Spec keys (safetensors __metadata__ strings, or --spec JSON values; --spec wins):
-//   layout           interleaved | half                                   (required)
+// Spec keys (safetensors __metadata__ strings, or --spec JSON values; --spec wins). Or
+// --hf-config config.json for the RoPE spec (layout ... sections below; if the keys also give a
+// layout, the spec they describe must equal the config's, else exit 2):
+//   layout           interleaved | half | proportional | mrope | imrope | axial   (required)
 //   head_dim         default: the last dimension of x
 //   rotary_dim       default: head_dim rounded down to even
 //   base             default 10000
-//   scale            magnitude scale s, default 1
+//   scale            magnitude scale s, default 1 (the variant's attention factor multiplies it)
+//   sections         mrope/imrope: mrope_section "t,h,w" in pairs (e.g. "16,24,24");
+//                    axial: pairs per axis. Comma-separated integers (a JSON array in --spec).
+//   scaling          none (default) | linear | dynamic | yarn | llama3 | freq_factors | longrope
+//   Scaling parameters (the spec.hpp Scaling fields, same names and defaults; each used only by
+//   the kinds listed):
+//     factor                              linear, dynamic, yarn, llama3        (default 1)
+//     original_max_position_embeddings    yarn, llama3, longrope
+//     max_position_embeddings             dynamic (L0), longrope
+//     seq_len                             dynamic, longrope: the current sequence length
+//     beta_fast, beta_slow                yarn (32, 1)
+//     truncate                            yarn: true (default) | false
+//     mscale, mscale_all_dim              yarn (DeepSeek), default 0 = not given
+//     attention_factor                    yarn, longrope: explicit (default: derived)
+//     low_freq_factor, high_freq_factor   llama3 (1, 4)
+//     short_factor, long_factor           longrope: rotary_dim/2 comma-separated numbers each
+//     freq_factors                        freq_factors (GGUF rope_freqs): rotary_dim/2 numbers
 //   tensor_layout    td | thd | bhtd | bthd (b batch, h heads, t tokens, d head_dim);
 //                    default by rank: 2 -> td, 3 -> thd, 4 -> bhtd (HF's [batch, heads, seq, dim])
 //   angle_precision, table_precision, arithmetic_precision   f64|f32|f16|bf16, default f32
@@ -21,17 +39,22 @@
 //   fused            true | false (default false)
 // The defaults describe the common production recipe (HF rotate_half in f32): declaring a
 // tighter policy than the kernel really has makes honest results fail, a looser one hides bugs.
-// positions: shape [tokens] or [batch, tokens], int64 or int32.
+// positions: shape [tokens] or [batch, tokens], int64 or int32. Multi-axis layouts (mrope, imrope,
+// axial) also take one position per axis, axis-major as HF's position_ids: [axes, tokens] or
+// [axes, batch, tokens]; a 1-D positions tensor then drives every axis (t = h = w).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "cli.hpp"
 #include "ropecheck/bounds.hpp"
+#include "ropecheck/hf_config.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"
 #include "ropecheck/tensorio/tensorio.hpp"
@@ -44,7 +67,8 @@ namespace tio = ropecheck::tensorio;
 namespace {
 
 struct CheckOptions {
-  std::string tensors, spec, input, output, positions, out_dir;
+  std::string tensors, spec, input, output, positions, out_dir, hf_config;
+  std::int64_t seq_len = 0;
   std::uint64_t max_bytes = std::uint64_t{4} << 30;
   int max_failures = 10;
 };
@@ -73,12 +97,30 @@ struct Resolved {
   std::string tensor_layout;
 };
 
-Resolved resolve(const Keys& k, std::int64_t last_dim, std::size_t rank) {
+Resolved resolve(const Keys& k, std::int64_t last_dim, std::size_t rank,
+                 const std::optional<RopeSpec>& hf = std::nullopt) {
   static const std::set<std::string> known = {"layout",
                                               "head_dim",
                                               "rotary_dim",
                                               "base",
                                               "scale",
+                                              "sections",
+                                              "scaling",
+                                              "factor",
+                                              "original_max_position_embeddings",
+                                              "max_position_embeddings",
+                                              "seq_len",
+                                              "beta_fast",
+                                              "beta_slow",
+                                              "truncate",
+                                              "mscale",
+                                              "mscale_all_dim",
+                                              "attention_factor",
+                                              "low_freq_factor",
+                                              "high_freq_factor",
+                                              "short_factor",
+                                              "long_factor",
+                                              "freq_factors",
                                               "tensor_layout",
                                               "angle_precision",
                                               "table_precision",
@@ -100,19 +142,73 @@ Resolved resolve(const Keys& k, std::int64_t last_dim, std::size_t rank) {
     if (!parse_int64(*s, v)) throw UsageError(key + ": expected an integer, got '" + *s + "'");
     return static_cast<std::int64_t>(v);
   };
+  auto get_double = [&](const std::string& key, double& out) {
+    if (const auto* v = get(key)) out = parse_finite_double(*v, key);
+  };
+  auto get_list = [&](const std::string& key) {
+    std::vector<double> v;
+    if (const auto* t = get(key))
+      for (const auto& f : split(*t, ',', key)) v.push_back(parse_finite_double(f, key));
+    return v;
+  };
   const std::string* lay = get("layout");
-  if (!lay)
+  if (!lay && !hf)
     throw UsageError(
-        "spec key 'layout' missing (interleaved | half): set it in __metadata__ or --spec");
-  const auto l = parse_layout(*lay);
-  if (!l) throw UsageError("layout must be interleaved or half (got '" + *lay + "')");
-  RopeSpec s;
-  s.layout = *l;
-  s.head_dim = get_int("head_dim", last_dim);
-  s.rotary_dim = get_int("rotary_dim", 0);
-  if (const auto* b = get("base")) s.base = parse_finite_double(*b, "base");
-  if (const auto* sc = get("scale")) s.scale = parse_finite_double(*sc, "scale");
-  r.spec = s.normalized();  // SpecError -> exit 2
+        "spec key 'layout' missing (interleaved | half | proportional | mrope | imrope | axial): "
+        "set it in __metadata__ or --spec, or give --hf-config");
+  if (lay) {
+    const auto l = parse_layout(*lay);
+    if (!l)
+      throw UsageError(
+          "layout must be interleaved, half, proportional, mrope, imrope or axial (got '" + *lay +
+          "')");
+    RopeSpec s;
+    s.layout = *l;
+    s.head_dim = get_int("head_dim", last_dim);
+    s.rotary_dim = get_int("rotary_dim", 0);
+    get_double("base", s.base);
+    get_double("scale", s.scale);
+    if (const auto* t = get("sections"))
+      for (const auto& f : split(*t, ',', "sections")) {
+        long long v = 0;
+        if (!parse_int64(f, v)) throw UsageError("sections: expected integers, got '" + f + "'");
+        s.sections.push_back(v);
+      }
+    Scaling& sc = s.scaling;
+    if (const auto* kind = get("scaling")) {
+      const auto kk = parse_scaling_kind(*kind);
+      if (!kk)
+        throw UsageError(
+            "scaling must be none, linear, dynamic, yarn, llama3, freq_factors or longrope (got '" +
+            *kind + "')");
+      sc.kind = *kk;
+    }
+    get_double("factor", sc.factor);
+    sc.original_max_position_embeddings = get_int("original_max_position_embeddings", 0);
+    sc.max_position_embeddings = get_int("max_position_embeddings", 0);
+    sc.seq_len = get_int("seq_len", 0);
+    get_double("beta_fast", sc.beta_fast);
+    get_double("beta_slow", sc.beta_slow);
+    if (const auto* t = get("truncate")) {
+      if (*t != "true" && *t != "false") throw UsageError("truncate must be true or false");
+      sc.truncate = *t == "true";
+    }
+    get_double("mscale", sc.mscale);
+    get_double("mscale_all_dim", sc.mscale_all_dim);
+    if (const auto* t = get("attention_factor"))
+      sc.attention_factor = parse_finite_double(*t, "attention_factor");
+    get_double("low_freq_factor", sc.low_freq_factor);
+    get_double("high_freq_factor", sc.high_freq_factor);
+    sc.short_factor = get_list("short_factor");
+    sc.long_factor = get_list("long_factor");
+    sc.freq_factors = get_list("freq_factors");
+    r.spec = s.normalized();  // SpecError -> exit 2
+    if (hf && !(r.spec == *hf))
+      throw UsageError("the spec keys describe " + describe(r.spec) + " but --hf-config gives " +
+                       describe(*hf));
+  } else {
+    r.spec = *hf;
+  }
   if (r.spec.head_dim != last_dim)
     throw UsageError("head_dim " + std::to_string(r.spec.head_dim) +
                      " does not match the last dimension of the tensors (" +
@@ -221,17 +317,43 @@ PairResult check_pair(const std::string& label, const tio::Tensor& x, const tio:
   const Geometry g = geometry(x, r.tensor_layout);
   if (pos.type != tio::ElemType::i64 && pos.type != tio::ElemType::i32)
     throw UsageError("positions must be int64 or int32, is " + pos.type_name);
-  const bool per_batch = pos.shape.size() == 2 && pos.shape[0] == g.B && pos.shape[1] == g.T;
-  if (!(pos.shape.size() == 1 && pos.shape[0] == g.T) && !per_batch)
-    throw UsageError("positions must have shape [" + std::to_string(g.T) + "] or [" +
-                     std::to_string(g.B) + ", " + std::to_string(g.T) + "]");
   const RopeSpec& spec = r.spec;
+  const std::int64_t A = spec.n_axes();
+  // Axis-major multi-axis positions ([A, T] or [A, B, T]); with A == 1 these shapes are the 1-D
+  // ones below, so they are only taken for multi-axis specs.
+  const auto& ps = pos.shape;
+  const bool axes_t = A > 1 && ps.size() == 2 && ps[0] == A && ps[1] == g.T;
+  const bool axes_bt = A > 1 && ps.size() == 3 && ps[0] == A && ps[1] == g.B && ps[2] == g.T;
+  const bool per_batch = !axes_t && ps.size() == 2 && ps[0] == g.B && ps[1] == g.T;
+  if (!(ps.size() == 1 && ps[0] == g.T) && !per_batch && !axes_t && !axes_bt)
+    throw UsageError("positions must have shape [" + std::to_string(g.T) + "] or [" +
+                     std::to_string(g.B) + ", " + std::to_string(g.T) + "]" +
+                     (A > 1 ? " (or, one per axis, [" + std::to_string(A) + ", " +
+                                  std::to_string(g.T) + "] or [" + std::to_string(A) + ", " +
+                                  std::to_string(g.B) + ", " + std::to_string(g.T) + "])"
+                            : std::string()));
+  const bool multi = axes_t || axes_bt;
+  const double magnitude = magnitude_f64(spec);
   const double u = unit_roundoff(*d);
   PairResult res;
   res.name = label;
   for (const Vec& v : g.vecs) {
     ++res.vectors;
-    const std::int64_t m = pos.get_int(per_batch ? v.b * g.T + v.t : v.t);
+    // Position on axis a (every axis: the one 1-D position unless per-axis positions are given).
+    auto pos_at = [&](std::int64_t a) {
+      if (axes_t) return pos.get_int(a * g.T + v.t);
+      if (axes_bt) return pos.get_int((a * g.B + v.b) * g.T + v.t);
+      return pos.get_int(per_batch ? v.b * g.T + v.t : v.t);
+    };
+    const std::int64_t m = pos_at(0);
+    ref::Positions mp;
+    std::string pos_text = std::to_string(m);
+    for (std::int64_t a = 0; a < (multi ? A : 1); ++a) mp.push_back(ref::Mp(pos_at(a)));
+    if (multi) {
+      pos_text = "(";
+      for (std::int64_t a = 0; a < A; ++a) pos_text += (a ? "," : "") + std::to_string(pos_at(a));
+      pos_text += ")";
+    }
     std::vector<double> xv(spec.head_dim), yv(spec.head_dim);
     bool finite = true;
     for (std::int64_t j = 0; j < spec.head_dim; ++j) {
@@ -246,7 +368,7 @@ PairResult check_pair(const std::string& label, const tio::Tensor& x, const tio:
     ++res.checked;
     std::ostringstream where;
     where << (g.B > 1 ? "batch " + std::to_string(v.b) + ", " : "") << "token " << v.t
-          << " (position " << m << "), head " << v.h;
+          << " (position " << pos_text << "), head " << v.h;
     auto fail = [&](const std::string& what) {
       ++res.failures;
       if (static_cast<int>(res.located.size()) < max_failures)
@@ -256,14 +378,17 @@ PairResult check_pair(const std::string& label, const tio::Tensor& x, const tio:
       if (bits_of(xv[j], *d) != bits_of(yv[j], *d))
         fail("pass-through element " + std::to_string(j) + " changed: got " + fmt(yv[j], 9) +
              ", input " + fmt(xv[j], 9));
-    const auto exact = ref::apply_blocked(spec, ref::Mp(m), xv);
+    const auto exact =
+        multi ? ref::apply_blocked(spec, mp, xv) : ref::apply_blocked(spec, mp[0], xv);
     for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
       const auto [a, b] = spec.pair(i);
       const double da = static_cast<double>(ref::exact(yv[a]) - exact[a]);
       const double db = static_cast<double>(ref::exact(yv[b]) - exact[b]);
       const double err = std::hypot(da, db);
-      const double scaled_norm = spec.scale * std::hypot(xv[a], xv[b]);
-      const auto pb = bounds::pair_error_bound(r.policy, spec, *d, i, static_cast<double>(m));
+      // The magnitude includes the variant's attention factor (yarn, longrope).
+      const double scaled_norm = magnitude * std::hypot(xv[a], xv[b]);
+      const auto pb = bounds::pair_error_bound(
+          r.policy, spec, *d, i, static_cast<double>(pos_at(multi ? spec.pair_axis(i) : 0)));
       const double bound = pb.abs(scaled_norm);
       const double err_u = scaled_norm > 0 ? err / (scaled_norm * u) : (err > 0 ? INFINITY : 0);
       const double util = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0);
@@ -319,7 +444,8 @@ void run_check(const CheckOptions& o) {
     } else {
       if (o.input.empty() || o.output.empty() || o.positions.empty())
         throw UsageError("the .npy form needs --input, --output and --positions");
-      if (o.spec.empty()) throw UsageError("the .npy form needs --spec spec.json");
+      if (o.spec.empty() && o.hf_config.empty())
+        throw UsageError("the .npy form needs --spec spec.json (or --hf-config config.json)");
       source = o.input;
       auto a = tio::read_npy(o.input, lim);
       auto b = tio::read_npy(o.output, lim);
@@ -336,7 +462,17 @@ void run_check(const CheckOptions& o) {
 
   const auto& x0 = pairs.front().second.first;
   if (x0.shape.empty()) throw UsageError("tensor '" + x0.name + "' is a scalar");
-  const Resolved r = resolve(keys, x0.shape.back(), x0.shape.size());
+  std::optional<RopeSpec> hf;
+  if (!o.hf_config.empty()) {
+    HfConfigOptions ho;
+    ho.seq_len = o.seq_len;
+    hf = read_hf_config(o.hf_config, ho);  // SpecError -> exit 2
+    if (hf->head_dim != x0.shape.back())
+      throw UsageError("--hf-config: head_dim " + std::to_string(hf->head_dim) +
+                       " does not match the last dimension of the tensors (" +
+                       std::to_string(x0.shape.back()) + ")");
+  }
+  const Resolved r = resolve(keys, x0.shape.back(), x0.shape.size(), hf);
   const auto d = dtype_of_elem(x0.type);
   if (!d) throw UsageError("tensor '" + x0.name + "' must be F64/F32/F16/BF16, is " + x0.type_name);
   ref::set_precision_bits(ref::default_bits(*d));
@@ -420,13 +556,21 @@ Keys parse_spec_json(std::string_view text, const std::string& what) {
       k[it.key()] = std::to_string(v.get<std::int64_t>());
     else if (v.is_number())
       k[it.key()] = v.dump();  // shortest round-trip text of the double
-    else
-      throw UsageError(what + ": key '" + it.key() + "' must be a string or number");
+    else if (v.is_array() && !v.empty() &&
+             std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_number(); })) {
+      // sections, short_factor, long_factor, freq_factors: the comma-separated string form.
+      std::string t;
+      for (const auto& e : v) t += (t.empty() ? "" : ",") + e.dump();
+      k[it.key()] = t;
+    } else
+      throw UsageError(what + ": key '" + it.key() +
+                       "' must be a string, number or array of numbers");
   }
   return k;
 }
 
 RopeSpec resolve_check_spec(const Keys& keys, std::int64_t last_dim, std::size_t rank) {
+  // (the fuzz target's entry: spec keys only, no --hf-config)
   return resolve(keys, last_dim, rank).spec;
 }
 
@@ -446,6 +590,10 @@ void add_check(CLI::App& app) {
   cmd->add_option("--max-failures", o->max_failures,
                   "located failures printed per tensor (default 10)");
   cmd->add_option("--out", o->out_dir, "write check.json here");
+  cmd->add_option("--hf-config", o->hf_config,
+                  "RoPE spec from a Hugging Face config.json (spec keys, if any, must agree)");
+  cmd->add_option("--seq-len", o->seq_len,
+                  "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
   cmd->callback([o] { run_check(*o); });
 }
 

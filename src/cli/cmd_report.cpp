@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli.hpp"
+#include "ropecheck/hf_config.hpp"
 #include "ropecheck/reports/report.hpp"
 #include "shard.hpp"
 
@@ -66,6 +67,9 @@ struct ReportArgs {
   bool quiet = false;
   std::string shard;               // "i/n" (wins over GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS)
   std::vector<std::string> merge;  // shard reports to merge instead of running a sweep
+  std::string hf_config;           // restrict the sweep to this model's spec
+  long long seq_len = 0;
+  bool no_variants = false;
 };
 
 template <class T>
@@ -128,6 +132,12 @@ void run_report(const ReportArgs& a) {
   o.shard_index = shard.index;
   o.shard_count = shard.total;
   touch_shard_status_file();
+  o.variants = !a.no_variants;
+  if (!a.hf_config.empty()) {
+    HfConfigOptions ho;
+    ho.seq_len = a.seq_len;
+    o.spec = read_hf_config(a.hf_config, ho);  // SpecError -> exit 2
+  }
   if (a.out.empty()) throw UsageError("--out: give the output directory");
   try {
     reports::validate(o);
@@ -225,6 +235,13 @@ void add_report(CLI::App& app) {
   cmd->add_option("--merge", a->merge,
                   "shard report.json files to merge into one report set in --out (no sweep)")
       ->expected(1, -1);
+  cmd->add_option("--hf-config", a->hf_config,
+                  "restrict the sweep to the RoPE spec of this Hugging Face config.json "
+                  "(--head-dims/--bases/--layouts are ignored; no variant sections)");
+  cmd->add_option("--seq-len", a->seq_len,
+                  "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
+  cmd->add_flag("--no-variants", a->no_variants,
+                "skip the per-variant sections (scaling variants, M-RoPE, dynamic NTK)");
   cmd->callback([a] { run_report(*a); });
 }
 

@@ -4,6 +4,7 @@
 // inputs are classified here) and (2) every property of the property suite, per configuration
 // (dtype x layout) the plugin supports. Exit 0: all pass; 1: any failure or fault; 2: bad usage or
 // a plugin that cannot be loaded / has the wrong ABI.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -15,6 +16,7 @@
 
 #include "cli.hpp"
 #include "ropecheck/bounds.hpp"
+#include "ropecheck/hf_config.hpp"
 #include "ropecheck/plugin/host.hpp"
 #include "ropecheck/properties.hpp"
 #include "ropecheck/reference/reference.hpp"
@@ -35,6 +37,8 @@ struct ValidateOptions {
   double timeout = 10.0;
   std::string out;
   std::uint64_t seed = 1;
+  std::string hf_config;  // validate on this model's spec (see run_validate)
+  std::int64_t seq_len = 0;
   std::string shard;  // "i/n"; default GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS
 };
 
@@ -47,11 +51,20 @@ class LayoutRestricted final : public Kernel {
   std::string description() const override { return k_.description(); }
   Policy policy(Dtype d) const override { return k_.policy(d); }
   bool supports(const RopeSpec& s, Dtype d) const override {
-    return s.layout == l_ && k_.supports(s, d);
+    return admits(s) && k_.supports(s, d);
   }
   KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
-    if (s.layout != l_) return KernelStatus::unsupported;
+    if (!admits(s)) return KernelStatus::unsupported;
     return k_.apply(s, a);
+  }
+  // A configuration of a newer layout (proportional, mrope, imrope, axial) also admits the two
+  // basic layouts: the properties draw the configuration's layout wherever a spec admits it
+  // (focus_layout) and fall back to interleaved/half otherwise (e.g. proportional with an odd
+  // head_dim), and their applicability probes use interleaved/half specs.
+  bool admits(const RopeSpec& s) const {
+    if (s.layout == l_) return true;
+    const bool basic = l_ == Layout::interleaved || l_ == Layout::half;
+    return !basic && (s.layout == Layout::interleaved || s.layout == Layout::half);
   }
 
  private:
@@ -129,8 +142,78 @@ const std::vector<std::int64_t> kPositions = {0,    1,     2,     255,    256,  
 
 // Differential check of one configuration on directed specs/positions, in three call shapes
 // (contiguous, strided with gaps, in place). Guards run on every call inside the worker.
+// Representative variant specs (real-model parameters) for the directed differential check of a
+// plugin that declares scaling kinds: each is shaped to the layout of the configuration.
+std::vector<RopeSpec> variant_specs(Layout l) {
+  std::vector<RopeSpec> v;
+  auto add = [&](std::int64_t hd, double base, Scaling sc) {
+    RopeSpec s;
+    s.head_dim = hd;
+    s.base = base;
+    s.layout = l;
+    s.scaling = std::move(sc);
+    if (l == Layout::mrope || l == Layout::imrope) s.sections = {hd / 8, 3 * hd / 16, 3 * hd / 16};
+    if (l == Layout::axial) s.sections = {hd / 8, 3 * hd / 16, 3 * hd / 16};
+    try {
+      v.push_back(s.normalized());
+    } catch (const SpecError&) {  // a variant this layout cannot take (e.g. axial + scaling)
+    }
+  };
+  Scaling lin;
+  lin.kind = ScalingKind::linear;
+  lin.factor = 4;
+  add(64, 1e4, lin);
+  Scaling dyn;
+  dyn.kind = ScalingKind::dynamic;
+  dyn.factor = 2;
+  dyn.max_position_embeddings = 4096;
+  dyn.seq_len = 16384;
+  add(64, 1e4, dyn);
+  Scaling yarn;  // DeepSeek-V3-like
+  yarn.kind = ScalingKind::yarn;
+  yarn.factor = 40;
+  yarn.original_max_position_embeddings = 4096;
+  yarn.mscale = 1;
+  yarn.mscale_all_dim = 1;
+  add(64, 1e4, yarn);
+  Scaling yarn2;  // Qwen-style: derived attention factor 0.1 ln f + 1
+  yarn2.kind = ScalingKind::yarn;
+  yarn2.factor = 4;
+  yarn2.original_max_position_embeddings = 32768;
+  add(128, 1e6, yarn2);
+  Scaling l3;  // Llama-3.1
+  l3.kind = ScalingKind::llama3;
+  l3.factor = 8;
+  l3.low_freq_factor = 1;
+  l3.high_freq_factor = 4;
+  l3.original_max_position_embeddings = 8192;
+  add(128, 5e5, l3);
+  for (std::int64_t seq : {4096, 4097}) {  // LongRoPE on both sides of the strict switch
+    Scaling lr;
+    lr.kind = ScalingKind::longrope;
+    lr.original_max_position_embeddings = 4096;
+    lr.max_position_embeddings = 131072;
+    lr.seq_len = seq;
+    for (int i = 0; i < 32; ++i) {
+      lr.short_factor.push_back(1.0 + 0.05 * i);
+      lr.long_factor.push_back(1.0 + 1.5 * i);
+    }
+    add(64, 1e4, lr);
+  }
+  return v;
+}
+
+// Positions per token on each axis of a multi-axis spec: distinct (t, h, w) so that a kernel
+// driving a pair by the wrong axis is caught, from the directed 1-D positions.
+std::vector<std::int64_t> axis_positions(std::int64_t n_axes) {
+  std::vector<std::int64_t> p;
+  for (std::int64_t m : kPositions)
+    for (std::int64_t a = 0; a < n_axes; ++a) p.push_back(a == 0 ? m : m / (a + 2) + 3 * a);
+  return p;
+}
+
 void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult& cr,
-                  std::uint64_t seed) {
+                  std::uint64_t seed, const std::vector<RopeSpec>& extra_specs) {
   const Dtype d = cr.dtype;
   const double u = unit_roundoff(d);
   const int eb = traits(d).bytes;
@@ -146,8 +229,18 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
     s.rotary_dim = rd;
     s.base = base;
     s.layout = cr.layout;
-    specs.push_back(s.normalized());
+    if (is_multi_axis(cr.layout)) {  // sections over rd/2 pairs: [n/4, 3n/8, rest] (>= 1 each)
+      const std::int64_t n = rd / 2, a = std::max<std::int64_t>(1, n / 4),
+                         b = std::max<std::int64_t>(1, 3 * n / 8);
+      s.sections = {a, b, n - a - b};
+    }
+    try {
+      specs.push_back(s.normalized());
+    } catch (const SpecError&) {  // e.g. proportional with an odd head_dim
+    }
   }
+  for (const RopeSpec& s : extra_specs)
+    if (s.layout == cr.layout) specs.push_back(s);
   int supported = 0;
   std::string first_fail;
   std::int64_t failures = 0;
@@ -155,15 +248,20 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
     if (!k.supports(spec, d)) continue;
     ++supported;
     const std::int64_t T = static_cast<std::int64_t>(kPositions.size()), H = 2, D = spec.head_dim;
+    const std::int64_t NA = spec.n_axes();
+    const std::vector<std::int64_t> pos = NA == 1 ? kPositions : axis_positions(NA);
     std::vector<double> x(static_cast<std::size_t>(T * H * D));
     for (auto& v : x) v = round_to_dtype(val(rng), d);
     // Exact results once per vector (shared by the three call shapes).
     std::vector<ref::MpVector> exact;
-    for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t t = 0; t < T; ++t) {
+      ref::Positions mp;
+      for (std::int64_t a = 0; a < NA; ++a) mp.push_back(ref::Mp(pos[t * NA + a]));
       for (std::int64_t h = 0; h < H; ++h)
         exact.push_back(ref::apply_blocked(
-            spec, ref::Mp(kPositions[t]),
+            spec, mp,
             std::vector<double>(x.begin() + (t * H + h) * D, x.begin() + (t * H + h + 1) * D)));
+    }
     for (int shape = 0; shape < 3; ++shape) {
       const std::int64_t hs = shape == 1 ? D + 3 : D;
       const std::int64_t ts = shape == 1 ? H * hs + 5 : H * D;
@@ -178,7 +276,8 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
       a.n_heads = H;
       a.token_stride = ts;
       a.head_stride = hs;
-      a.positions = kPositions.data();
+      a.positions = pos.data();
+      a.n_axes = NA;
       a.in = in.data();
       a.out = shape == 2 ? static_cast<void*>(in.data()) : out.data();
       const KernelStatus st = k.apply(spec, a);
@@ -199,8 +298,8 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
           const auto& ex = exact[t * H + h];
           const double* xv = &x[(t * H + h) * D];
           auto y = [&](std::int64_t j) { return load(d, res, t * ts + h * hs + j); };
-          for (std::int64_t j = spec.rotary_dim; j < D; ++j)
-            if (bits_of(y(j), d) != bits_of(xv[j], d)) {
+          for (std::int64_t j = 0; j < D; ++j)
+            if (spec.is_passthrough(j) && bits_of(y(j), d) != bits_of(xv[j], d)) {
               ++failures;
               if (first_fail.empty())
                 first_fail = "pass-through element " + std::to_string(j) + " changed at token " +
@@ -214,9 +313,11 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
             const double db = static_cast<double>(ref::exact(y(ib)) - ex[ib]);
             const double err = std::hypot(da, db);
             if (!std::isfinite(y(ia)) || !std::isfinite(y(ib))) cr.nonfinite_output = true;
-            const double sn = spec.scale * std::hypot(xv[ia], xv[ib]);
+            // The magnitude includes the variant's attention factor (yarn, longrope).
+            const double sn = magnitude_f64(spec) * std::hypot(xv[ia], xv[ib]);
+            const std::int64_t ax = NA == 1 ? 0 : spec.pair_axis(i);
             const auto pb = bounds::pair_error_bound(k.policy(d), spec, d, i,
-                                                     static_cast<double>(kPositions[t]));
+                                                     static_cast<double>(pos[t * NA + ax]));
             const double bound = pb.abs(sn);
             const double eu = sn > 0 ? err / (sn * u) : (err > 0 ? INFINITY : 0);
             const double util = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0);
@@ -275,10 +376,28 @@ void run_validate(const ValidateOptions& o) {
   for (const auto& s : o.layouts)
     for (const auto& f : split(s, ',', "--layouts")) {
       auto l = parse_layout(f);
-      if (!l) throw UsageError("--layouts: '" + f + "' is not interleaved or half");
+      if (!l)
+        throw UsageError("--layouts: '" + f +
+                         "' is not interleaved, half, proportional, mrope, imrope or axial");
       layouts.push_back(*l);
     }
-  if (layouts.empty()) layouts = {Layout::interleaved, Layout::half};
+  // --hf-config: the model's spec is checked directly by the differential run, and the
+  // properties draw their random specs from the same scaling kind and layout (focus), so every
+  // verdict is about the variant the model uses.
+  std::optional<RopeSpec> hf_spec;
+  if (!o.hf_config.empty()) {
+    HfConfigOptions ho;
+    ho.seq_len = o.seq_len;
+    hf_spec = read_hf_config(o.hf_config, ho);  // SpecError -> exit 2
+    if (!layouts.empty() && layouts != std::vector<Layout>{hf_spec->layout})
+      throw UsageError("--layouts contradicts --hf-config (the model's layout is " +
+                       std::string(name(hf_spec->layout)) + ")");
+    layouts = {hf_spec->layout};
+  }
+  const bool all_layouts = layouts.empty();
+  if (all_layouts)
+    for (int l = 0; l <= static_cast<int>(Layout::axial); ++l)
+      layouts.push_back(static_cast<Layout>(l));
 
   plugin::Options po;
   po.timeout_s = o.timeout;
@@ -301,6 +420,19 @@ void run_validate(const ValidateOptions& o) {
   const auto& desc = pk->descriptor();
   std::cout << "ropecheck validate: plugin '" << desc.name << "' (" << o.plugin << ", ABI "
             << desc.abi_version << ")\n  " << desc.description << "\n";
+  // ABI 2 carries every variant: a plugin that declares scaling kinds or the newer layouts gets
+  // the property suite's variant generator and the directed variant specs.
+  const bool variants = desc.scalings != 0 || (desc.layouts & ~0x3u) != 0;
+  std::vector<RopeSpec> extra_specs;
+  if (hf_spec) {
+    extra_specs = {*hf_spec};
+    std::cout << "  on the spec of " << o.hf_config << ": " << describe(*hf_spec) << "\n";
+  } else if (variants) {
+    for (Layout l : layouts)
+      for (RopeSpec& v : variant_specs(l))
+        if (desc.scalings & ROPECHECK_SCALING_BIT(static_cast<int>(v.scaling.kind)))
+          extra_specs.push_back(std::move(v));
+  }
 
   // Sharding (gtest protocol): the supported configurations, in this order, are dealt round-robin;
   // shard i keeps configuration c when c mod n == i, so the n shards together run each once.
@@ -322,7 +454,7 @@ void run_validate(const ValidateOptions& o) {
       LayoutRestricted k(*pk, l);
       pk->reset();
       ref::set_precision_bits(ref::default_bits(d));
-      differential(*pk, k, cr, o.seed);
+      differential(*pk, k, cr, o.seed, extra_specs);
       std::optional<plugin::Fault> config_fault;
       if (pk->poisoned()) {
         const auto& f = pk->faults().front();
@@ -341,6 +473,13 @@ void run_validate(const ValidateOptions& o) {
           popt.max_success = max_success;
           popt.seed = o.seed;
           popt.id = props::test_id("Validate", desc.name, d, p) + "_" + name(l);
+          popt.variants = variants || hf_spec.has_value();
+          // The 1-D layouts keep drawing every scaling kind; a configuration of a newer layout
+          // draws that layout (else nearly every case would be discarded by the restriction).
+          if (popt.variants && (hf_spec || (l != Layout::interleaved && l != Layout::half)))
+            popt.focus_layout = l;
+          if (hf_spec && hf_spec->scaling.kind != ScalingKind::none)
+            popt.focus_scaling = hf_spec->scaling.kind;
           // LayoutsArePermutations relates the two layouts, so it sees the unrestricted plugin
           // (and the verdict is the same in both layout columns of a dtype).
           const bool both = p == props::Property::LayoutsArePermutations;
@@ -420,6 +559,18 @@ void run_validate(const ValidateOptions& o) {
       std::cout << "\n[" << cfg << "] " << props::name(p) << ": " << c.text << "\n"
                 << c.detail << "\n";
     }
+    // Every configuration draws its cases from --seed alone, so narrowing the run to the failing
+    // configuration replays exactly the same cases and shrinks to the same counterexample.
+    if (r.differential.failed || std::any_of(r.properties.begin(), r.properties.end(),
+                                             [](const auto& pc) { return pc.second.failed; })) {
+      std::string replay = "ropecheck validate --plugin " + o.plugin + " --dtypes " +
+                           name(r.dtype) + " --layouts " + name(r.layout) + " --budget " +
+                           o.budget + " --seed " + std::to_string(o.seed);
+      if (!o.hf_config.empty()) replay += " --hf-config " + o.hf_config;
+      if (o.seq_len) replay += " --seq-len " + std::to_string(o.seq_len);
+      std::cout << "[" << cfg << "] replay: " << replay << "\n";
+      jc["replay"] = replay;
+    }
     jconf.push_back(jc);
   }
   std::string overall = "pass";
@@ -496,6 +647,11 @@ void add_validate(CLI::App& app) {
                   "seed of the differential inputs and the properties (default 1)");
   cmd->add_option("--out", o->out,
                   "write the report set (as `ropecheck report`) and validation.json here");
+  cmd->add_option("--hf-config", o->hf_config,
+                  "validate on this Hugging Face config.json's RoPE spec (differential on the "
+                  "exact spec, properties focused on its scaling kind and layout)");
+  cmd->add_option("--seq-len", o->seq_len,
+                  "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
   cmd->add_option("--shard", o->shard,
                   "i/n: check only configurations c with c mod n == i (default: "
                   "GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS when set)");

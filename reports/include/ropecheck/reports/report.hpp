@@ -48,6 +48,13 @@ struct Options {
   // Sharding (GoogleTest's protocol in the CLI): run only the work units whose index in the
   // deterministic work list is shard_index mod shard_count; merge() joins the shard reports.
   int shard_index = 0, shard_count = 1;
+  // One section per scaling variant / multi-axis layout (variant_specs(): a representative spec
+  // of each, run on the `scalar` and `simd` kernels among `kernels`, samples / 4 vectors per
+  // bucket), the safe-context table by variant, and the dynamic-NTK composition section.
+  bool variants = true;
+  // Restrict the sweep to this one spec (`report --hf-config`): head_dims, bases and layouts are
+  // ignored and the variant sections are not run.
+  std::optional<RopeSpec> spec;
   // Polled between work units (from every worker thread; must be cheap and thread-safe, e.g. a
   // flag set by a signal handler). When it returns true, run() stops and throws Interrupted.
   std::function<bool()> stop;
@@ -62,6 +69,16 @@ class Interrupted : public std::runtime_error {
 
 // Throws OptionsError naming the offending option.
 void validate(const Options& o);
+
+// The report's variant sections, in order: a name and a representative real-model spec each
+// (linear f=4, dynamic NTK, DeepSeek-like YaRN, Llama-3.1 llama3, LongRoPE short and long, Qwen2-VL
+// M-RoPE [16,24,24]).
+struct VariantCase {
+  std::string name;
+  std::string model;  // what the parameters are modelled on
+  RopeSpec spec;
+};
+const std::vector<VariantCase>& variant_cases();
 
 // Progress lines (to stderr in the CLI); may be empty.
 using Progress = std::function<void(const std::string&)>;
