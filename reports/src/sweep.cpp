@@ -392,6 +392,14 @@ std::vector<std::int64_t> probe_positions(std::mt19937_64& rng, std::int64_t m) 
 }
 
 // Max per-pair error (in u) of kernel k over a probe at position m, over every spec.
+// A search over a kernel that supports none of the specs would pass vacuously (no probe fails)
+// and read as "safe up to the search limit"; it is reported as unsupported instead.
+bool any_supported(const Setup& S, std::size_t k, int di) {
+  for (const RopeSpec& spec : S.specs)
+    if (S.kernels[k]->supports(spec, S.o.dtypes[di])) return true;
+  return false;
+}
+
 double safe_probe(const Setup& S, std::size_t k, int di, std::int64_t m) {
   const Dtype d = S.o.dtypes[di];
   const double u = unit_roundoff(d);
@@ -967,10 +975,18 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
             sweep[i] = sweep_unit(S, w.a, w.b, w.c);
             break;
           case kSafe:
+            if (!any_supported(S, k, w.b)) {
+              searches[i].supported = false;
+              break;
+            }
             searches[i] = search(
                 o.max_position, [&](std::int64_t m) { return safe_probe(S, k, w.b, m); }, budget);
             break;
           case kScore:
+            if (!any_supported(S, k, w.b)) {
+              searches[i].supported = false;
+              break;
+            }
             searches[i] = search(
                 o.max_position, [&](std::int64_t m) { return score_probe(S, k, w.b, m); },
                 score_budget(o.dtypes[w.b]));
@@ -979,6 +995,10 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
             specials[i] = special_values(S, k, w.b, special_violations[i]);
             break;
           case kVarSafe:
+            if (!any_supported(VS[w.c], k, w.b)) {
+              searches[i].supported = false;
+              break;
+            }
             searches[i] = search(
                 o.max_position, [&](std::int64_t m) { return safe_probe(VS[w.c], k, w.b, m); },
                 budget);
