@@ -16,6 +16,22 @@ namespace ropecheck::kernels {
 // Shared supports()/argument checks. `extended()` kernels (scalar, simd) handle every valid spec:
 // every scaling variant, every layout, multi-axis and real positions. The others handle the
 // unscaled interleaved/half specs; anything else is a skip (unsupported), never a failure.
+// Calls f(T{}) with T the storage type of d.
+template <class F>
+KernelStatus dispatch_dtype(Dtype d, F&& f) {
+  switch (d) {
+    case Dtype::f64:
+      return f(double{});
+    case Dtype::f32:
+      return f(float{});
+    case Dtype::f16:
+      return f(Eigen::half{});
+    case Dtype::bf16:
+      return f(Eigen::bfloat16{});
+  }
+  return KernelStatus::unsupported;
+}
+
 class BuiltinKernel : public Kernel {
  public:
   bool supports(const RopeSpec& spec, Dtype d) const override {
@@ -49,23 +65,18 @@ class BuiltinKernel : public Kernel {
     if ((!a.positions && !a.real_positions) || !a.in || !a.out) return KernelStatus::error;
     return KernelStatus::ok;
   }
-};
-
-// Calls f(T{}) with T the storage type of d.
-template <class F>
-KernelStatus dispatch_dtype(Dtype d, F&& f) {
-  switch (d) {
-    case Dtype::f64:
-      return f(double{});
-    case Dtype::f32:
-      return f(float{});
-    case Dtype::f16:
-      return f(Eigen::half{});
-    case Dtype::bf16:
-      return f(Eigen::bfloat16{});
+  // The shape every built-in apply() shares: check(), nothing to do for empty tensors, then
+  // rotate(T{}) once with T the storage type.
+  template <class Rotate>
+  KernelStatus checked_apply(const RopeSpec& spec, const TensorArgs& a, Rotate&& rotate) const {
+    if (auto st = check(spec, a); st != KernelStatus::ok || a.n_tokens == 0 || a.n_heads == 0)
+      return st;
+    return dispatch_dtype(a.dtype, [&](auto tag) {
+      rotate(tag);
+      return KernelStatus::ok;
+    });
   }
-  return KernelStatus::unsupported;
-}
+};
 
 // Rounds a double result once into storage type T (round-to-nearest-even). double -> float is a
 // single correctly rounded conversion; half/bfloat16 must not go double -> float -> half (double

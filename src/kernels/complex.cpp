@@ -48,12 +48,7 @@ class ComplexKernel final : public BuiltinKernel {
             "complex multiply (ac - bd, ad + bc; NaN recovery only when the result is NaN)"};
   }
   KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
-    if (auto st = check(spec, a); st != KernelStatus::ok || a.n_tokens == 0 || a.n_heads == 0)
-      return st;
-    return dispatch_dtype(a.dtype, [&](auto tag) {
-      rotate_all<decltype(tag)>(spec, a);
-      return KernelStatus::ok;
-    });
+    return checked_apply(spec, a, [&](auto tag) { rotate_all<decltype(tag)>(spec, a); });
   }
 };
 

@@ -720,13 +720,8 @@ class SimdKernel final : public BuiltinKernel {
   }
   bool extended() const override { return true; }
   KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
-    if (auto st = check(spec, a); st != KernelStatus::ok || a.n_tokens == 0 || a.n_heads == 0)
-      return st;
     const Path p = current_path();
-    return dispatch_dtype(a.dtype, [&](auto tag) {
-      rotate_all<decltype(tag)>(spec, a, p);
-      return KernelStatus::ok;
-    });
+    return checked_apply(spec, a, [&](auto tag) { rotate_all<decltype(tag)>(spec, a, p); });
   }
 };
 

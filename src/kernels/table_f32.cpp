@@ -82,12 +82,7 @@ class TableF32Kernel final : public BuiltinKernel {
             "expected to lose accuracy at long context"};
   }
   KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
-    if (auto st = check(spec, a); st != KernelStatus::ok || a.n_tokens == 0 || a.n_heads == 0)
-      return st;
-    return dispatch_dtype(a.dtype, [&](auto tag) {
-      rotate_all<decltype(tag)>(spec, a);
-      return KernelStatus::ok;
-    });
+    return checked_apply(spec, a, [&](auto tag) { rotate_all<decltype(tag)>(spec, a); });
   }
 };
 
