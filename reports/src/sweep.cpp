@@ -1122,7 +1122,6 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
     sweep[i] = SweepResult{};
   }
 
-  int bound_exceeded = 0, violations = 0;
   doc["results"] = json::array();
   for (std::size_t k = 0; k < nk; ++k)
     for (int di = 0; di < nd; ++di) {
@@ -1134,15 +1133,12 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
              {"specs_supported", supported_specs[k * nd + di]}};
       r["buckets"] = json::array();
       std::array<std::int64_t, kUlpBins> hist{};
-      std::int64_t gt_bound = 0;
       for (int bi = 0; bi < n_buckets; ++bi) {
         auto& st = acc[(k * nd + di) * kNumBuckets + bi];
         if (st.n_vectors == 0) continue;
         for (int q = 0; q < kUlpBins; ++q) hist[q] += st.hist[q];
-        gt_bound += st.gt_bound;
         r["buckets"].push_back(bucket_json(st, S, d, bi));
       }
-      bound_exceeded += gt_bound > 0;
       r["ulp_histogram"] = json::array();
       for (int q = 0; q < kUlpBins; ++q)
         r["ulp_histogram"].push_back({{"bin", ulp_bin_label(q)}, {"count", hist[q]}});
@@ -1162,7 +1158,6 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
 
   // One section per variant: the same bucket statistics and the safe-context search.
   doc["variants"] = json::array();
-  int variant_bound_exceeded = 0;
   for (int vi = 0; vi < nv; ++vi) {
     const VariantCase& vc = variant_cases()[static_cast<std::size_t>(vi)];
     json vj{{"name", vc.name}, {"model", vc.model}, {"spec", spec_json(vc.spec)}};
@@ -1176,14 +1171,11 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
                {"dtype", name(d)},
                {"policy", policy_json(vkernels[k]->policy(d))}};
         r["buckets"] = json::array();
-        std::int64_t gt = 0;
         for (int bi = 0; bi < n_buckets; ++bi) {
           auto& st = vacc[kd * kNumBuckets + bi];
           if (st.n_vectors == 0) continue;
-          gt += st.gt_bound;
           r["buckets"].push_back(bucket_json(st, VS[vi], d, bi));
         }
-        variant_bound_exceeded += gt > 0;
         vj["results"].push_back(r);
       }
     vj["safe_context"] = json::array();
@@ -1216,55 +1208,15 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
       base["breaks_at"] = base["first_failure"];
       doc["score_offset"].push_back(base);
     } else {
-      violations += special_violations[i];
       base["cases"] = specials[i];
       base["violations"] = special_violations[i];
       doc["special_values"].push_back(base);
     }
   }
 
-  // Checks (one JUnit test case each).
-  doc["checks"] = json::array();
-  for (const auto& r : doc["results"]) {
-    std::int64_t gt = 0;
-    double util = -1;
-    for (const auto& b : r["buckets"]) {
-      gt += b["counts"]["gt_bound"].get<std::int64_t>();
-      const auto& mu_ = b["bound"]["max_utilization"];
-      if (mu_.is_number()) util = std::max(util, mu_.get<double>());
-      if (mu_.is_string()) util = std::numeric_limits<double>::infinity();
-    }
-    std::ostringstream msg;
-    msg << gt << " pairs above the derived bound; max utilization "
-        << (util < 0 ? std::string("n/a") : num(util).dump());
-    doc["checks"].push_back({{"kernel", r["kernel"]},
-                             {"dtype", r["dtype"]},
-                             {"check", "MatchesReferenceWithinBound"},
-                             {"passed", gt == 0},
-                             {"message", msg.str()}});
-  }
-  for (const auto& v : doc["variants"])
-    for (const auto& r : v["results"]) {
-      std::int64_t gt = 0;
-      for (const auto& b : r["buckets"]) gt += b["counts"]["gt_bound"].get<std::int64_t>();
-      doc["checks"].push_back(
-          {{"kernel", r["kernel"]},
-           {"dtype", r["dtype"]},
-           {"check", "MatchesReferenceWithinBound[" + v["name"].get<std::string>() + "]"},
-           {"passed", gt == 0},
-           {"message", std::to_string(gt) + " pairs above the derived bound on " +
-                           v["spec"].value("detail", std::string())}});
-    }
-  for (const auto& s : doc["special_values"]) {
-    const int v = s["violations"].get<int>();
-    doc["checks"].push_back({{"kernel", s["kernel"]},
-                             {"dtype", s["dtype"]},
-                             {"check", "SpecialValuesFollowPolicy"},
-                             {"passed", v == 0},
-                             {"message", std::to_string(v) + " cases deviate from the policy"}});
-  }
-  doc["summary"] = {{"bound_exceeded_kernel_dtypes", bound_exceeded + variant_bound_exceeded},
-                    {"special_value_violations", violations}};
+  // Checks (one JUnit test case each) and the summary, derived from the document exactly as
+  // report --merge derives them, so sharded and unsharded runs cannot disagree.
+  detail::add_checks(doc);
 
   json env = environment();
   env["reference_bits"] = ref::precision_bits();
