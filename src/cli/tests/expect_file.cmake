@@ -1,0 +1,21 @@
+# expect.cmake plus a look into a file the command wrote: cmake -DCMD=a|b|c -DEXIT=N
+# [-DMATCH=regex] -DFILE=path -DFILE_MATCH=regex -P expect_file.cmake. The file is removed first so
+# a stale one from an earlier run cannot satisfy the test.
+file(REMOVE "${FILE}")
+string(REPLACE "|" ";" cmd "${CMD}")
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT "${rc}" STREQUAL "${EXIT}")
+  message(FATAL_ERROR "exit status ${rc}, expected ${EXIT}")
+endif()
+if(DEFINED MATCH AND NOT "${out}${err}" MATCHES "${MATCH}")
+  message(FATAL_ERROR "output does not match: ${MATCH}")
+endif()
+if(NOT EXISTS "${FILE}")
+  message(FATAL_ERROR "${FILE} was not written")
+endif()
+file(READ "${FILE}" content)
+if(NOT "${content}" MATCHES "${FILE_MATCH}")
+  message(FATAL_ERROR "${FILE} does not match: ${FILE_MATCH}")
+endif()
+message("${FILE} matches: ${FILE_MATCH}")

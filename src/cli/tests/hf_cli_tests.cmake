@@ -1,0 +1,147 @@
+# Included from CMakeLists.txt (issue 6 end-to-end tests). Labels "cli;scaling".
+set(_hf ${CMAKE_CURRENT_SOURCE_DIR}/hf)
+set(_vd ${CMAKE_CURRENT_BINARY_DIR}/variant_dumps)
+set(_hfout ${CMAKE_CURRENT_BINARY_DIR}/hf_cli)
+set(_expect ${PROJECT_SOURCE_DIR}/src/tensorio/tests/expect.cmake)
+set(_plugdir ${CMAKE_BINARY_DIR}/plugins/libropecheck_plugin_)
+
+add_executable(ropecheck_variant_dumpgen variant_dumpgen.cpp)
+target_link_libraries(ropecheck_variant_dumpgen PRIVATE ropecheck::tensorio)
+add_test(NAME HfCli/generate_dumps COMMAND ropecheck_variant_dumpgen ${_vd})
+add_test(NAME HfCli/mkdir COMMAND ${CMAKE_COMMAND} -E make_directory ${_vd} ${_hfout})
+set_tests_properties(HfCli/mkdir PROPERTIES FIXTURES_SETUP hf_mkdir LABELS "cli;scaling")
+set_tests_properties(HfCli/generate_dumps PROPERTIES FIXTURES_SETUP variant_dumps
+                     FIXTURES_REQUIRED hf_mkdir LABELS "cli;scaling")
+
+# ropecheck_hf_test(name exit regex args...): the ropecheck binary with args, exit status and a
+# line of its output (expect.cmake, as the Check/ and Validate/ tests).
+function(ropecheck_hf_test name exit regex)
+  string(REPLACE ";" "|" args "${ARGN}")
+  add_test(NAME HfCli/${name}
+           COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:ropecheck>|${args}" -DEXIT=${exit}
+                   "-DMATCH=${regex}" -P ${_expect})
+  set_tests_properties(HfCli/${name} PROPERTIES FIXTURES_REQUIRED "variant_dumps;hf_mkdir"
+                       LABELS "cli;scaling" TIMEOUT 120)
+endfunction()
+
+# ---- report: the sweep restricted to the model's spec; report.json names it -------------------
+# ropecheck_hf_report(name config json_regex [extra args...])
+function(ropecheck_hf_report name config regex)
+  set(out ${_hfout}/report_${name})
+  string(REPLACE ";" "|" extra "${ARGN}")
+  set(args "report|--kernels|scalar|--dtypes|f32|--samples|4|--max-position|4096|--quiet|--out|${out}|--hf-config|${_hf}/${config}")
+  if(extra)
+    set(args "${args}|${extra}")
+  endif()
+  add_test(NAME HfCli/report_${name}
+           COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:ropecheck>|${args}" -DEXIT=0
+                   "-DMATCH=all checks hold" -DFILE=${out}/report.json "-DFILE_MATCH=${regex}"
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_file.cmake)
+  set_tests_properties(HfCli/report_${name} PROPERTIES FIXTURES_REQUIRED hf_mkdir
+                       LABELS "cli;scaling;report" TIMEOUT 120)
+endfunction()
+ropecheck_hf_report(llama31_8b llama31_8b.json
+  "\"spec\": \"head_dim=128 rotary_dim=128 base=500000 layout=half scaling=llama3\\(factor=8 low=1 high=4 orig=8192\\)\"")
+ropecheck_hf_report(qwen2_vl qwen2_vl.json
+  "\"spec\": \"head_dim=128 rotary_dim=128 base=1e\\+06 layout=mrope sections=\\[16,24,24\\]\"")
+# --seq-len beyond original_max_position_embeddings: the long factors (strictly greater).
+ropecheck_hf_report(phi35_longrope phi35_longrope.json
+  "\"spec\": \"head_dim=96 rotary_dim=96 base=10000 layout=half scaling=longrope\\(orig=4096 max_pos=131072 seq_len=8192\\)\""
+  --seq-len 8192)
+ropecheck_hf_report(deepseek_yarn deepseek_yarn.json
+  "\"spec\": \"head_dim=64 rotary_dim=64 base=10000 layout=half scaling=yarn\\(factor=40 orig=4096 beta_fast=32 beta_slow=1 truncate=true mscale=1 mscale_all_dim=0.707\\)\"")
+ropecheck_hf_report(gpt_oss_yarn gpt_oss_yarn.json
+  "\"spec\": \"head_dim=64 rotary_dim=64 base=150000 layout=half scaling=yarn\\(factor=32 orig=4096 beta_fast=32 beta_slow=1 truncate=false mscale=0 mscale_all_dim=0\\)\"")
+
+# ---- validate: the builtin_scalar plugin (every scaling kind and layout) on each model's spec --
+function(ropecheck_hf_validate name exit regex)
+  ropecheck_hf_test(validate_${name} ${exit} "${regex}" validate --dtypes f32 --budget quick
+                    --seed 1 ${ARGN})
+endfunction()
+set(_bs ${_plugdir}builtin_scalar.so)
+ropecheck_hf_validate(llama31_8b 0
+  "layout=half scaling=llama3\\(factor=8 low=1 high=4 orig=8192\\).*PASS: 1 configuration"
+  --plugin ${_bs} --hf-config ${_hf}/llama31_8b.json)
+ropecheck_hf_validate(qwen2_vl 0
+  "layout=mrope sections=\\[16,24,24\\].*classification: f32 mrope = pass;.*PASS: 1 configuration"
+  --plugin ${_bs} --hf-config ${_hf}/qwen2_vl.json)
+ropecheck_hf_validate(phi35_longrope 0
+  "scaling=longrope\\(orig=4096 max_pos=131072 seq_len=8192\\).*PASS: 1 configuration"
+  --plugin ${_bs} --hf-config ${_hf}/phi35_longrope.json --seq-len 8192)
+ropecheck_hf_validate(deepseek_yarn 0
+  "mscale=1 mscale_all_dim=0.707\\).*PASS: 1 configuration"
+  --plugin ${_bs} --hf-config ${_hf}/deepseek_yarn.json)
+ropecheck_hf_validate(gpt_oss_yarn 0 "truncate=false.*PASS: 1 configuration"
+  --plugin ${_bs} --hf-config ${_hf}/gpt_oss_yarn.json)
+# The wrapper with YaRN's attention factor 0.07 ln f + 1, on the DeepSeek config: caught.
+ropecheck_hf_validate(deepseek_yarn_broken_mscale 1
+  "classification: f32 half = wrong_results;.*FAIL: 1 configuration"
+  --plugin ${_plugdir}broken_yarn_mscale.so --hf-config ${_hf}/deepseek_yarn.json)
+# --layouts that contradict the config's layout.
+ropecheck_hf_validate(layout_contradicts_config 2 "--layouts contradicts --hf-config"
+  --plugin ${_bs} --hf-config ${_hf}/qwen2_vl.json --layouts half)
+
+# ---- eval: one vector through the config's spec ---------------------------------------------
+# (a comma-separated row of head_dim = 128 values; ';' would split the cmake list)
+string(REPEAT "0.5," 127 _in128)
+set(_in128 "${_in128}0.5")
+ropecheck_hf_test(eval_qwen2_vl 0 "\"description\": \"head_dim=128 rotary_dim=128 base=1e\\+06 layout=mrope sections=\\[16,24,24\\]\""
+  eval --dtype f32 --position 7 --input ${_in128} --hf-config ${_hf}/qwen2_vl.json)
+ropecheck_hf_test(eval_llama31_8b 0 "scaling=llama3\\(factor=8 low=1 high=4 orig=8192\\)"
+  eval --dtype f32 --position 70000 --input ${_in128} --hf-config ${_hf}/llama31_8b.json)
+
+# ---- check: dumps from the independent generator --------------------------------------------
+function(ropecheck_hf_check name exit regex)
+  ropecheck_hf_test(check_${name} ${exit} "${regex}" check ${ARGN})
+endfunction()
+# DeepSeek-style YaRN, spec in the metadata; and the same tensors with the spec from the config.
+ropecheck_hf_check(yarn_meta_good 0 "scaling=yarn\\(factor=40 .*mscale=1 mscale_all_dim=0.707\\).*PASS"
+  --tensors ${_vd}/yarn_good_meta.safetensors)
+ropecheck_hf_check(yarn_meta_wrong_mscale 1
+  "FAIL x -> y token 0 \\(position 0\\), head 0, pair 0"
+  --tensors ${_vd}/yarn_wrong_mscale_meta.safetensors)
+ropecheck_hf_check(yarn_hf_config_good 0 "mscale_all_dim=0.707\\).*PASS"
+  --tensors ${_vd}/yarn_good.safetensors --hf-config ${_hf}/deepseek_yarn.json)
+ropecheck_hf_check(yarn_hf_config_wrong_mscale 1 "FAIL x -> y token 0 \\(position 0\\)"
+  --tensors ${_vd}/yarn_wrong_mscale.safetensors --hf-config ${_hf}/deepseek_yarn.json)
+# Metadata and config agree: accepted; disagree (gpt-oss config on the DeepSeek dump): exit 2.
+ropecheck_hf_check(yarn_meta_and_hf_config_agree 0 "PASS"
+  --tensors ${_vd}/yarn_good_meta.safetensors --hf-config ${_hf}/deepseek_yarn.json)
+ropecheck_hf_check(yarn_meta_contradicts_hf_config 2 "the spec keys describe .* but --hf-config gives"
+  --tensors ${_vd}/yarn_good_meta.safetensors --hf-config ${_hf}/gpt_oss_yarn.json)
+# M-RoPE with per-axis positions [3, tokens], t != h != w.
+ropecheck_hf_check(mrope_meta_good 0 "layout=mrope sections=\\[16,24,24\\].*PASS"
+  --tensors ${_vd}/mrope_good_meta.safetensors)
+ropecheck_hf_check(mrope_hf_config_good 0 "layout=mrope sections=\\[16,24,24\\].*PASS"
+  --tensors ${_vd}/mrope_good.safetensors --hf-config ${_hf}/qwen2_vl.json)
+ropecheck_hf_check(mrope_h_w_swapped 1 "FAIL x -> y token 3 \\(position \\(2,2,5\\)\\), head 0, pair 16 \\(elements 16, 80\\)"
+  --tensors ${_vd}/mrope_swapped_hw_meta.safetensors)
+ropecheck_hf_check(imrope_good 0 "layout=imrope sections=\\[24,20,20\\].*PASS"
+  --tensors ${_vd}/imrope_good_meta.safetensors)
+ropecheck_hf_check(imrope_as_mrope 1 "FAIL x -> y token 3 \\(position \\(2,2,5\\)\\), head 0, pair 2 \\(elements 2, 66\\)"
+  --tensors ${_vd}/imrope_as_mrope_meta.safetensors)
+# CogVideoX-style 3-D axial; NeoX pairing hard-coded for it fails.
+ropecheck_hf_check(axial_good 0 "layout=axial sections=\\[8,12,12\\].*PASS"
+  --tensors ${_vd}/axial_good_meta.safetensors)
+ropecheck_hf_check(axial_neox_pairing 1 "FAIL x -> y token 1 \\(position \\(1,1,1\\)\\)"
+  --tensors ${_vd}/axial_neox_pairing_meta.safetensors)
+
+# ---- unknown / contradictory config fields: exit 2 with the field named, on every subcommand --
+set(_unk "hf-config: unknown field 'betafast' for rope_type 'yarn'")
+set(_contra "hf-config: rope_theta differs between the top level and rope_parameters")
+ropecheck_hf_test(report_unknown_field 2 "${_unk}"
+  report --out ${_hfout}/report_refused --hf-config ${_hf}/unknown_field.json)
+ropecheck_hf_test(validate_unknown_field 2 "${_unk}"
+  validate --plugin ${_bs} --hf-config ${_hf}/unknown_field.json)
+ropecheck_hf_test(check_unknown_field 2 "${_unk}"
+  check --tensors ${_vd}/yarn_good.safetensors --hf-config ${_hf}/unknown_field.json)
+ropecheck_hf_test(eval_unknown_field 2 "${_unk}"
+  eval --dtype f32 --position 1 --input 1 --hf-config ${_hf}/unknown_field.json)
+ropecheck_hf_test(report_contradictory 2 "${_contra}"
+  report --out ${_hfout}/report_refused --hf-config ${_hf}/contradictory.json)
+ropecheck_hf_test(validate_contradictory 2 "${_contra}"
+  validate --plugin ${_bs} --hf-config ${_hf}/contradictory.json)
+ropecheck_hf_test(check_contradictory 2 "${_contra}"
+  check --tensors ${_vd}/yarn_good.safetensors --hf-config ${_hf}/contradictory.json)
+ropecheck_hf_test(eval_contradictory 2 "${_contra}"
+  eval --dtype f32 --position 1 --input 1 --hf-config ${_hf}/contradictory.json)
