@@ -408,3 +408,70 @@ inline RopeSpec spec(const SpecOptions& o = {}) {
 }
 
 }  // namespace ropecheck::properties::gen
+
+namespace ropecheck::properties::gen {
+
+// A multi-axis spec for the per-axis properties: mrope / imrope (and axial unless mrope_only).
+// 40%: a real-model shape (Qwen2-VL [16,24,24], Qwen2.5/3-VL [24,20,20], [8,12,12], CogVideoX
+// 3-D t D/8, h 3D/16, w 3D/16 pairs, axial 2-D); otherwise a generated 1-D spec (spec(o), with
+// the scaling variant spec() gives when variants are enabled) turned multi-axis with random
+// sections. The focused layout (variant_config) wins when it is a multi-axis one. Axial specs
+// carry no scaling (as spec()); the scale option of o applies to all.
+inline RopeSpec multi_axis_spec(SpecOptions o, bool mrope_only) {
+  const VariantConfig& vc = variant_config();
+  std::optional<Layout> lay;
+  if (vc.focus_layout && is_multi_axis(*vc.focus_layout) &&
+      !(mrope_only && *vc.focus_layout == Layout::axial))
+    lay = vc.focus_layout;
+  if (!lay) lay = static_cast<Layout>(pick(3, mrope_only ? 4 : 5));
+  RopeSpec s;
+  if (coin(40)) {
+    struct Shape {
+      std::int64_t hd;
+      std::vector<std::int64_t> sec;
+    };
+    static const std::vector<Shape> mshapes = {
+        {128, {16, 24, 24}}, {128, {24, 20, 20}}, {64, {8, 12, 12}}};
+    static const std::vector<Shape> ashapes = {
+        {64, {8, 12, 12}}, {128, {16, 24, 24}}, {64, {16, 16}}, {96, {12, 18, 18}}};
+    const auto& v = *lay == Layout::axial ? ashapes : mshapes;
+    const Shape& sh = v[pick<std::size_t>(0, v.size() - 1)];
+    o.force_layout = static_cast<int>(Layout::half);
+    s = spec(o);  // scale, base and (with variants) a scaling variant
+    RopeSpec t = s;
+    t.head_dim = sh.hd;
+    t.rotary_dim = sh.hd;
+    t.layout = *lay;
+    t.sections = sh.sec;
+    if (s.scaling.kind != ScalingKind::none && *lay != Layout::axial)
+      add_scaling(t, s.scaling.kind, o.force_unit_scale);  // per-pair factors for the new dim
+    else
+      t.scaling = {};
+    try {
+      return t.normalized();
+    } catch (const SpecError&) {
+      t.scaling = {};
+      return t.normalized();
+    }
+  }
+  o.force_layout = static_cast<int>(Layout::half);
+  for (;;) {
+    s = spec(o);
+    const std::int64_t np = s.n_pairs();
+    if (np < (*lay == Layout::axial ? 2 : 1)) continue;
+    RopeSpec t = s;
+    t.layout = *lay;
+    if (*lay == Layout::axial) {
+      t.sections = split(np, static_cast<int>(std::min<std::int64_t>(np, pick(2, 3))), 1);
+      t.scaling = {};
+    } else {
+      t.sections = split(np, 3, 0);
+    }
+    try {
+      return t.normalized();
+    } catch (const SpecError&) {
+    }
+  }
+}
+
+}  // namespace ropecheck::properties::gen

@@ -107,15 +107,17 @@ inline std::string ctx(const RopeSpec& s, const std::vector<std::int64_t>& pos) 
   return o.str();
 }
 
-// Contiguous [tokens][heads][head_dim] call.
+// Contiguous [tokens][heads][head_dim] call; n_axes > 1: one position per token and axis.
 template <Dtype D>
 std::vector<T<D>> run(const Kernel& k, const RopeSpec& s, std::int64_t nt, std::int64_t nh,
-                      const std::vector<std::int64_t>& pos, const std::vector<T<D>>& in) {
+                      const std::vector<std::int64_t>& pos, const std::vector<T<D>>& in,
+                      std::int64_t n_axes = 1) {
   std::vector<T<D>> out(in.size(), to_st<D>(0.0));
   TensorArgs a;
   a.dtype = D;
   a.n_tokens = nt;
   a.n_heads = nh;
+  a.n_axes = n_axes;  // positions[t * n_axes + axis]
   a.positions = pos.data();
   a.in = in.data();
   a.out = out.data();
@@ -657,6 +659,163 @@ void inverse_undoes(const Kernel& k) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Multi-axis properties (mrope, imrope, axial) with DISTINCT per-axis positions. The generic
+// properties above call multi-axis specs with one position per token (t = h = w), where every
+// axis assignment gives the same result; these are the ones that see which axis drives a pair.
+
+// A multi-axis spec the kernel accepts (a few draws, then discard).
+template <Dtype D>
+RopeSpec usable_multi_axis(const Kernel& k, const g::SpecOptions& o, bool mrope_only) {
+  for (int i = 0; i < 4; ++i) {
+    RopeSpec s = g::multi_axis_spec(o, mrope_only);
+    if (k.supports(s, D)) return s;
+  }
+  RC_DISCARD("kernel supports none of the drawn multi-axis specs");
+  return {};
+}
+
+// Per-axis positions, distinct across axes (t != h != w) for every token.
+inline std::vector<std::int64_t> axis_positions(std::int64_t n_axes, std::int64_t limit) {
+  std::vector<std::int64_t> p;
+  for (std::int64_t a = 0; a < n_axes; ++a) {
+    std::int64_t v = g::position(limit);
+    while (std::find(p.begin(), p.end(), v) != p.end()) v = v > 0 ? v - 1 : v + 1;
+    p.push_back(v);
+  }
+  return p;
+}
+
+inline reference::Positions mp_positions(const std::vector<std::int64_t>& p) {
+  reference::Positions r;
+  for (auto v : p) r.push_back(Mp(v));
+  return r;
+}
+
+// 11. ComposesAdditivelyPerAxis: with per-axis positions p and q (t != h != w),
+// K(K(x,p),q)_i is within the composition bound of the exact s^2 R(p+q) x_i, and K(x,p+q)_i
+// within its pair bound of the exact s R(p+q) x_i; each pair's bound is taken at the position of
+// the axis that drives it. Both against the exact value, so a kernel that reads the wrong axis
+// consistently (composition alone would hold) fails too.
+template <Dtype D>
+void composes_additively_per_axis(const Kernel& k) {
+  const Policy pol = k.policy(D);
+  g::SpecOptions o;
+  o.force_unit_scale = true;
+  const RopeSpec s = usable_multi_axis<D>(k, o, false);
+  const std::int64_t A = s.n_axes(), L = composition_limit(pol);
+  const auto p = axis_positions(A, L), q = axis_positions(A, L);
+  std::vector<std::int64_t> pq;
+  for (std::int64_t a = 0; a < A; ++a) pq.push_back(p[a] + q[a]);
+  const auto x = finite_input<D>(pol, s, 1);
+  const auto z = run<D>(k, s, 1, 1, p, store_vec<D>(x), A);
+  const auto w = load_vec<D>(run<D>(k, s, 1, 1, q, z, A).data(), s.head_dim);
+  const auto v = load_vec<D>(run<D>(k, s, 1, 1, pq, store_vec<D>(x), A).data(), s.head_dim);
+  const auto zd = load_vec<D>(z.data(), s.head_dim);
+  const auto exact = reference::apply_blocked(s, mp_positions(pq), x);  // s R(p+q) x
+  const auto where = [&] {
+    return ctx(s, p) + " then " + ctx(s, q).substr(describe(s).size()) + " (per axis)";
+  };
+  for (std::int64_t j : pass_dims(s))
+    if (!(w[j] == x[j] && v[j] == x[j]))
+      RC_FAIL("pass-through dim " + std::to_string(j) + " changed | " + where());
+  const Mp sm = mag(s);
+  for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+    const auto [ia, ib] = s.pair(i);
+    const auto ax = static_cast<std::size_t>(s.pair_axis(i));
+    const double xn = dbl(sm * hyp(ex(x[ia]), ex(x[ib])));
+    const double zn = dbl(sm * hyp(ex(zd[ia]), ex(zd[ib])));
+    const auto Bp = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(p[ax]));
+    const auto Bq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(q[ax]));
+    const auto Bpq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pq[ax]));
+    const double bc = bounds::composition_abs(Bp, xn, Bq, zn, magd(s));
+    const Mp ec = hyp(ex(w[ia]) - sm * exact[ia], ex(w[ib]) - sm * exact[ib]);
+    if (!(ec <= Mp(bc)))
+      RC_FAIL("pair " + std::to_string(i) + " (axis " + std::to_string(ax) +
+              ") |K(K(x,p),q) - s^2 R(p+q) x| = " + hex(dbl(ec)) + " > bound " + hex(bc) + " | " +
+              where());
+    const Mp e1 = hyp(ex(v[ia]) - exact[ia], ex(v[ib]) - exact[ib]);
+    if (!(e1 <= Mp(Bpq.abs(xn))))
+      RC_FAIL("pair " + std::to_string(i) + " (axis " + std::to_string(ax) +
+              ") |K(x,p+q) - s R(p+q) x| = " + hex(dbl(e1)) + " > bound " + hex(Bpq.abs(xn)) +
+              " | " + where());
+  }
+}
+
+// 12. ScoresDependOnlyOnAxisOffsets: <K(q,p+d), K(k,p'+d)> for d = 0 and a per-axis shift d
+// (different on each axis), each within the score bound of the exact s^2 q^T R(p'-p) k, where
+// R(p'-p) turns each pair by its own axis' offset.
+template <Dtype D>
+void scores_depend_only_on_axis_offsets(const Kernel& k) {
+  const Policy pol = k.policy(D);
+  const RopeSpec s = usable_multi_axis<D>(k, g::SpecOptions{}, false);
+  const std::int64_t A = s.n_axes(), L = std::int64_t{1} << 31, d = s.head_dim;
+  const auto pm = axis_positions(A, L), pn = axis_positions(A, L), delta = axis_positions(A, L);
+  const auto qk = finite_input<D>(pol, s, 2);
+  const std::vector<double> q(qk.begin(), qk.begin() + d), kv(qk.begin() + d, qk.end());
+  std::vector<std::int64_t> off;
+  for (std::int64_t a = 0; a < A; ++a) off.push_back(pn[a] - pm[a]);
+  const auto r = reference::apply_blocked(s, mp_positions(off), kv);
+  Mp exact_rot = 0, exact_pass = 0;
+  for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+    const auto [a, b] = s.pair(i);
+    exact_rot += mag(s) * (ex(q[a]) * r[a] + ex(q[b]) * r[b]);
+  }
+  for (std::int64_t j : pass_dims(s)) exact_pass += ex(q[j]) * ex(kv[j]);
+  for (bool shifted : {false, true}) {
+    std::vector<std::int64_t> pos;  // token 0 (q) then token 1 (k), A positions each
+    for (std::int64_t a = 0; a < A; ++a) pos.push_back(pm[a] + (shifted ? delta[a] : 0));
+    for (std::int64_t a = 0; a < A; ++a) pos.push_back(pn[a] + (shifted ? delta[a] : 0));
+    const auto y = load_vec<D>(run<D>(k, s, 2, 1, pos, store_vec<D>(qk), A).data(), 2 * d);
+    Mp got_rot = 0, got_pass = 0, bound = 0;
+    for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+      const auto [a, b] = s.pair(i);
+      const std::int64_t ax = s.pair_axis(i);
+      got_rot += ex(y[a]) * ex(y[d + a]) + ex(y[b]) * ex(y[d + b]);
+      const auto Bq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[ax]));
+      const auto Bk = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[A + ax]));
+      const Mp qn = mag(s) * hyp(ex(q[a]), ex(q[b]));
+      const Mp kn = mag(s) * hyp(ex(kv[a]), ex(kv[b]));
+      const Mp eq = ex(Bq.abs(dbl(qn))), ek = ex(Bk.abs(dbl(kn)));
+      bound += eq * kn + qn * ek + eq * ek;  // = bounds::score_pair_abs, in MP
+    }
+    for (std::int64_t j : pass_dims(s)) got_pass += ex(y[j]) * ex(y[d + j]);
+    const Mp err = abs((got_rot - exact_rot) + (got_pass - exact_pass));
+    if (!(err <= bound))
+      RC_FAIL(std::string("score ") + (shifted ? "after the per-axis shift" : "unshifted") +
+              " off the exact q^T R(p'-p) k by " + reference::to_decimal(err, 6) + " > bound " +
+              reference::to_decimal(bound, 6) + " | q at " + ctx(s, pm) + ", k at " +
+              ctx(s, pn).substr(describe(s).size()) + ", shift" +
+              ctx(s, delta).substr(describe(s).size()));
+  }
+}
+
+// 13. EqualAxesReduceToOneDimensional: M-RoPE / interleaved M-RoPE called with t = h = w = m is
+// 1-D RoPE (half layout, same ladder, scaling and magnitude) at m, bit for bit: the section
+// assignment only chooses which (equal) position a pair reads.
+template <Dtype D>
+void equal_axes_reduce_to_one_dimensional(const Kernel& k) {
+  const RopeSpec s = usable_multi_axis<D>(k, g::SpecOptions{}, true);
+  RopeSpec h = s;
+  h.layout = Layout::half;
+  h.sections.clear();
+  h = h.normalized();
+  if (!k.supports(h, D)) RC_DISCARD("kernel does not support the 1-D half spec");
+  const std::int64_t nt = g::pick(1, 3), nh = g::pick(1, 2), A = s.n_axes();
+  std::vector<std::int64_t> p1, p3;
+  for (std::int64_t t = 0; t < nt; ++t) {
+    p1.push_back(g::position(std::int64_t{1} << 31));
+    for (std::int64_t a = 0; a < A; ++a) p3.push_back(p1.back());
+  }
+  const auto in = store_vec<D>(finite_input<D>(k.policy(D), s, nt * nh));
+  const auto y1 = run<D>(k, h, nt, nh, p1, in);
+  const auto y3 = run<D>(k, s, nt, nh, p3, in, A);
+  for (std::size_t j = 0; j < y1.size(); ++j)
+    if (!same_bits(y1[j], y3[j]))
+      RC_FAIL("element " + std::to_string(j) + ": " + describe(s) + " with t = h = w gives " +
+              hex(to_d<D>(y3[j])) + ", 1-D half gives " + hex(to_d<D>(y1[j])) + " | " + ctx(h, p1));
+}
+
+// ---------------------------------------------------------------------------------------------
 
 template <Dtype D>
 std::function<void()> body(Property p, const Kernel& k) {
@@ -683,6 +842,12 @@ std::function<void()> body(Property p, const Kernel& k) {
       return [&k] { tokens_are_independent<D>(k); };
     case Property::InverseUndoes:
       return [&k] { inverse_undoes<D>(k); };
+    case Property::ComposesAdditivelyPerAxis:
+      return [&k] { composes_additively_per_axis<D>(k); };
+    case Property::ScoresDependOnlyOnAxisOffsets:
+      return [&k] { scores_depend_only_on_axis_offsets<D>(k); };
+    case Property::EqualAxesReduceToOneDimensional:
+      return [&k] { equal_axes_reduce_to_one_dimensional<D>(k); };
   }
   return {};
 }
@@ -707,6 +872,19 @@ std::optional<std::string> not_applicable(Property p, const Kernel& k) {
     ph.layout = Layout::half;
     if (!k.supports(pi, D) && !k.supports(ph, D))
       return std::string("kernel does not support partial rotary");
+  }
+  if (is_multi_axis_property(p)) {
+    // Small specs of each multi-axis layout: the property applies if the kernel takes one.
+    bool any = false;
+    for (Layout l : {Layout::mrope, Layout::imrope, Layout::axial}) {
+      if (p == Property::EqualAxesReduceToOneDimensional && l == Layout::axial) continue;
+      RopeSpec m;
+      m.head_dim = 12;
+      m.layout = l;
+      m.sections = {2, 2, 2};
+      any = any || k.supports(m.normalized(), D);
+    }
+    if (!any) return std::string("kernel does not support multi-axis layouts");
   }
   return std::nullopt;
 }

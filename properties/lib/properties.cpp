@@ -20,8 +20,16 @@ const std::vector<Property>& all_properties() {
                                           Property::InputUntouched,
                                           Property::InPlaceEqualsOutOfPlace,
                                           Property::TokensAreIndependent,
-                                          Property::InverseUndoes};
+                                          Property::InverseUndoes,
+                                          Property::ComposesAdditivelyPerAxis,
+                                          Property::ScoresDependOnlyOnAxisOffsets,
+                                          Property::EqualAxesReduceToOneDimensional};
   return v;
+}
+
+bool is_multi_axis_property(Property p) {
+  return p == Property::ComposesAdditivelyPerAxis || p == Property::ScoresDependOnlyOnAxisOffsets ||
+         p == Property::EqualAxesReduceToOneDimensional;
 }
 
 const char* name(Property p) {
@@ -48,6 +56,12 @@ const char* name(Property p) {
       return "TokensAreIndependent";
     case Property::InverseUndoes:
       return "InverseUndoes";
+    case Property::ComposesAdditivelyPerAxis:
+      return "ComposesAdditivelyPerAxis";
+    case Property::ScoresDependOnlyOnAxisOffsets:
+      return "ScoresDependOnlyOnAxisOffsets";
+    case Property::EqualAxesReduceToOneDimensional:
+      return "EqualAxesReduceToOneDimensional";
   }
   return "?";
 }

@@ -34,6 +34,12 @@ TEST(BugZoo, BaselinePassesEveryProperty) {
     auto o = zoo_options();
     o.id = "Zoo/zoo_baseline_f32." + std::string(P::name(p));
     const auto v = P::check(p, ropecheck::zoo::baseline(), Dtype::f32, o);
+    // The plain baseline has no multi-axis layouts: those properties are skipped here and
+    // controlled by the scaled baseline below.
+    if (P::is_multi_axis_property(p)) {
+      EXPECT_EQ(v.status, P::Status::skipped) << P::name(p) << ": " << v.message;
+      continue;
+    }
     EXPECT_EQ(v.status, P::Status::passed) << P::name(p) << ": " << v.message;
   }
 }

@@ -130,6 +130,9 @@ struct ScaledKnobs {
   bool drop_attention_factor = false;    // yarn / longrope magnitude ignored (s = scale)
   bool longrope_ge = false;              // long factors when seq_len >= original (not >)
   bool neox_pairing_multi_axis = false;  // multi-axis layouts always pair (i, i + rd/2)
+  bool swap_h_w = false;                 // 3-axis layouts: h pairs read w's position and back
+  bool t_for_all_axes = false;           // every pair reads the t (first) position
+  bool mrope_section_ladders = false;    // mrope/imrope: a ladder per section (axial-style)
 };
 
 // theta' and s from the reference (MP, rounded once to f64), rotation in f64: a correct kernel
@@ -152,6 +155,15 @@ class ScaledZooKernel final : public Kernel {
       s.scaling.seq_len = sc.original_max_position_embeddings + 1;  // takes the long factors
     std::vector<double> theta;
     for (const auto& t : reference::inv_freqs(s)) theta.push_back(t.convert_to<double>());
+    if (k_.mrope_section_ladders && (s.layout == Layout::mrope || s.layout == Layout::imrope)) {
+      // Section a's pairs (in mrope's contiguous order) get base^(-2j/(2 sections[a])), j from 0
+      // in each section, the variant's factors ignored: the axial ladder applied to M-RoPE.
+      std::int64_t i = 0;
+      for (std::int64_t sec : s.sections)
+        for (std::int64_t j = 0; j < sec; ++j, ++i)
+          theta[static_cast<std::size_t>(i)] =
+              std::pow(s.base, -2.0 * static_cast<double>(j) / static_cast<double>(2 * sec));
+    }
     double scale = reference::magnitude(s).convert_to<double>();
     const bool has_af = (sc.kind == ScalingKind::yarn || sc.kind == ScalingKind::longrope);
     if (k_.drop_attention_factor && has_af) scale = spec.scale;
@@ -183,7 +195,9 @@ class ScaledZooKernel final : public Kernel {
           auto [ia, ib] = s.pair(i);
           if (k_.neox_pairing_multi_axis && is_multi_axis(s.layout))
             ia = i, ib = i + s.rotary_dim / 2;
-          const std::int64_t ax = a.n_axes == 1 ? 0 : s.pair_axis(i);
+          std::int64_t ax = a.n_axes == 1 ? 0 : s.pair_axis(i);
+          if (k_.swap_h_w && a.n_axes == 3 && ax > 0) ax = 3 - ax;
+          if (k_.t_for_all_axes) ax = 0;
           const double m = a.real_positions ? a.real_positions[t * a.n_axes + ax]
                                             : static_cast<double>(a.positions[t * a.n_axes + ax]);
           const double ang = m * theta[static_cast<std::size_t>(i)];
@@ -343,6 +357,32 @@ const std::vector<Mutant>& mutants() {
                             "interleaved-pair layout",
                             {Property::MatchesReferenceWithinBound}, q, std::nullopt,
                             Layout::axial));
+    // Axis mix-ups are invisible with t = h = w (every 1-D-position property passes them): only
+    // the per-axis properties, with distinct positions per axis, see them.
+    q = {};
+    q.swap_h_w = true;
+    z.push_back(
+        make_scaled("mrope_h_w_positions_swapped",
+                    "M-RoPE reads the h section's cos/sin from the w positions and back "
+                    "(position_ids rows transposed)",
+                    {Property::ComposesAdditivelyPerAxis, Property::ScoresDependOnlyOnAxisOffsets},
+                    q, std::nullopt, Layout::mrope));
+    q = {};
+    q.t_for_all_axes = true;
+    z.push_back(
+        make_scaled("imrope_t_position_for_all_axes",
+                    "multi-axis RoPE fed position_ids[0] (temporal) for every axis "
+                    "(text-only code path applied to image tokens)",
+                    {Property::ComposesAdditivelyPerAxis, Property::ScoresDependOnlyOnAxisOffsets},
+                    q, std::nullopt, Layout::imrope));
+    q = {};
+    q.mrope_section_ladders = true;
+    z.push_back(make_scaled(
+        "mrope_ladder_per_section",
+        "M-RoPE with a frequency ladder per section (CogVideoX/axial style) "
+        "instead of one ladder over the head",
+        {Property::EqualAxesReduceToOneDimensional, Property::MatchesReferenceWithinBound}, q,
+        std::nullopt, Layout::mrope));
     return z;
   }();
   return v;

@@ -515,7 +515,7 @@ void run_validate(const ValidateOptions& o) {
   if (results.empty()) throw UsageError("the plugin supports none of the requested dtypes/layouts");
 
   // Summary: rows are checks, columns configurations.
-  const int w0 = 30, w = 27;
+  const int w0 = 33, w = 27;  // w0: the longest property name (31) + 2
   std::cout << "\n" << std::left << std::setw(w0) << "check";
   for (const auto& r : results)
     std::cout << std::setw(w) << (std::string(name(r.dtype)) + " " + name(r.layout));

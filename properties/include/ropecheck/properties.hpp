@@ -25,9 +25,15 @@ enum class Property : int {
   InPlaceEqualsOutOfPlace,
   TokensAreIndependent,
   InverseUndoes,
+  // Multi-axis layouts with distinct per-axis positions (skipped for kernels without them).
+  ComposesAdditivelyPerAxis,
+  ScoresDependOnlyOnAxisOffsets,
+  EqualAxesReduceToOneDimensional,
 };
 
 const std::vector<Property>& all_properties();
+// The three multi-axis properties above (they need a kernel that takes mrope / imrope / axial).
+bool is_multi_axis_property(Property p);
 const char* name(Property p);
 std::optional<Property> parse_property(const std::string& s);
 
