@@ -9,7 +9,7 @@
 
 namespace ropecheck {
 
-// The path the next simd call will take: "avx512", "avx2" or "portable".
+// The path the next simd call will take: "avx512bf16", "avx512", "avx2" or "portable".
 const char* simd_path();
 // The best path this CPU supports, ignoring ROPECHECK_SIMD.
 const char* simd_best_path();
