@@ -367,6 +367,21 @@ void layouts_are_permutations(const Kernel& k) {
               " != (P K_interleaved(x)) = " + hex(to_d<D>(Pyi[j])) + " | " + ctx(si, pos));
 }
 
+// Score bound term of pair i (= bounds::score_pair_abs, in MP): q's pair turned at position pq,
+// k's at pk, each kernel output within its pair error bound. Callers sum it in MP: with subnormal
+// q and k the products of norms underflow in double while the MP scores do not.
+template <Dtype D>
+Mp score_pair_bound(const Policy& pol, const RopeSpec& s, std::int64_t i, std::int64_t pq,
+                    std::int64_t pk, const std::vector<double>& q, const std::vector<double>& kv) {
+  const auto [a, b] = s.pair(i);
+  const auto Bq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pq));
+  const auto Bk = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pk));
+  const Mp qn = mag(s) * hyp(ex(q[a]), ex(q[b]));
+  const Mp kn = mag(s) * hyp(ex(kv[a]), ex(kv[b]));
+  const Mp eq = ex(Bq.abs(dbl(qn))), ek = ex(Bk.abs(dbl(kn)));
+  return eq * kn + qn * ek + eq * ek;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 5. ScoresDependOnlyOnOffset: <K(q,m),K(k,n)> and <K(q,m+D),K(k,n+D)> (exact MP dot products of
 // the kernel outputs) each within the score bound of the exact s^2 q^T R_{n-m} k.
@@ -391,18 +406,11 @@ void scores_depend_only_on_offset(const Kernel& k) {
     const std::vector<std::int64_t> pos = {m + shift, n + shift};
     const auto y = load_vec<D>(run<D>(k, s, 2, 1, pos, store_vec<D>(qk)).data(), 2 * d);
     Mp got_rot = 0, got_pass = 0;
-    // The score bound (bounds::score_pair_abs) is summed in MP: with subnormal q and k the
-    // products of norms underflow in double while the MP scores do not.
     Mp bound = 0;
     for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
       const auto [a, b] = s.pair(i);
       got_rot += ex(y[a]) * ex(y[d + a]) + ex(y[b]) * ex(y[d + b]);
-      const auto Bq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[0]));
-      const auto Bk = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[1]));
-      const Mp qn = mag(s) * hyp(ex(q[a]), ex(q[b]));
-      const Mp kn = mag(s) * hyp(ex(kv[a]), ex(kv[b]));
-      const Mp eq = ex(Bq.abs(dbl(qn))), ek = ex(Bk.abs(dbl(kn)));
-      bound += eq * kn + qn * ek + eq * ek;  // = bounds::score_pair_abs, in MP
+      bound += score_pair_bound<D>(pol, s, i, pos[0], pos[1], q, kv);
     }
     // Pass-through dims carry no error budget; summed in the same order as exact_pass, so a
     // kernel that copies them exactly contributes exactly 0 here.
@@ -771,12 +779,7 @@ void scores_depend_only_on_axis_offsets(const Kernel& k) {
       const auto [a, b] = s.pair(i);
       const std::int64_t ax = s.pair_axis(i);
       got_rot += ex(y[a]) * ex(y[d + a]) + ex(y[b]) * ex(y[d + b]);
-      const auto Bq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[ax]));
-      const auto Bk = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[A + ax]));
-      const Mp qn = mag(s) * hyp(ex(q[a]), ex(q[b]));
-      const Mp kn = mag(s) * hyp(ex(kv[a]), ex(kv[b]));
-      const Mp eq = ex(Bq.abs(dbl(qn))), ek = ex(Bk.abs(dbl(kn)));
-      bound += eq * kn + qn * ek + eq * ek;  // = bounds::score_pair_abs, in MP
+      bound += score_pair_bound<D>(pol, s, i, pos[ax], pos[A + ax], q, kv);
     }
     for (std::int64_t j : pass_dims(s)) got_pass += ex(y[j]) * ex(y[d + j]);
     const Mp err = abs((got_rot - exact_rot) + (got_pass - exact_pass));

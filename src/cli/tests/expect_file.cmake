@@ -2,15 +2,7 @@
 # [-DMATCH=regex] -DFILE=path -DFILE_MATCH=regex -P expect_file.cmake. The file is removed first so
 # a stale one from an earlier run cannot satisfy the test.
 file(REMOVE "${FILE}")
-string(REPLACE "|" ";" cmd "${CMD}")
-execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-message("${out}${err}")
-if(NOT "${rc}" STREQUAL "${EXIT}")
-  message(FATAL_ERROR "exit status ${rc}, expected ${EXIT}")
-endif()
-if(DEFINED MATCH AND NOT "${out}${err}" MATCHES "${MATCH}")
-  message(FATAL_ERROR "output does not match: ${MATCH}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/../../tensorio/tests/expect.cmake)
 if(NOT EXISTS "${FILE}")
   message(FATAL_ERROR "${FILE} was not written")
 endif()
