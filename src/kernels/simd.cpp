@@ -531,15 +531,15 @@ RC_AVX512 inline __mmask8 o_kbit(__m512d t, int bit) {
 RC_AVX512 inline __m512d o_sel(__mmask8 m, __m512d a, __m512d b) {
   return _mm512_mask_blend_pd(m, b, a);
 }
-RC_AVX512 inline void sincos_avx512(__m512d x, __m512d& s_out,
-                                    __m512d& c_out){RC_SINCOS_BODY(__m512d)}
+RC_AVX512 inline void sincos_avx512(__m512d x, __m512d& s_out, __m512d& c_out) {
+  RC_SINCOS_BODY(__m512d);
+}
 
 // fill_tables, 8 pairs per step: the same roundings (f64 product scale*cos, then one
 // conversion to A with RNE, as static_cast does) and an exact negation, so the same bits. The
-// scalar loop was about a quarter of simd's per-token time at head_dim 128 (2-byte dtypes).
-RC_AVX512 inline __m256 v5_narrow(__m512d v, float) {
-  return _mm512_cvtpd_ps(v);
-}
+// per-token table (sincos + fill) is about a quarter of simd's time at head_dim 128 for 2-byte
+// dtypes (measured with every position equal); the scalar fill was a visible part of it.
+RC_AVX512 inline __m256 v5_narrow(__m512d v, float) { return _mm512_cvtpd_ps(v); }
 RC_AVX512 inline __m512d v5_narrow(__m512d v, double) { return v; }
 RC_AVX512 inline void v5_put_interleaved(float* C2, float* S2, __m256 c, __m256 s) {
   const __m512 c5 = _mm512_castps256_ps512(c), s5 = _mm512_castps256_ps512(s);
