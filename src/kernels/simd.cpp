@@ -719,6 +719,54 @@ RC_AVX512BF16 std::uint64_t bf16_native_mismatches(std::uint32_t first, std::uin
 }
 #endif  // ROPECHECK_X86
 
+// All heads of one token in one call: one indirect call per token instead of one per head, and
+// the head function inlined into the loop. Per head of 128 elements the call, the loop set-up
+// and the prefetch cost as much as a sizeable part of the arithmetic (measured: bf16 at T=2048,
+// [T][32][128], 1.46-1.62 -> 1.06-1.30 x memcpy). prefetch_bytes > 0: prefetch each head's
+// input kPrefetchAhead bytes ahead (see is_large).
+constexpr std::int64_t kPrefetchAhead = 4096;
+
+template <class T>
+using HeadsFn = void (*)(const T* x, T* y, std::int64_t n_heads, std::int64_t head_stride,
+                         std::int64_t rd, std::int64_t off, const arith_t<T>* C,
+                         const arith_t<T>* S, std::int64_t prefetch_bytes);
+
+inline void prefetch_ahead(const void* x, std::int64_t bytes) {
+#ifdef ROPECHECK_X86
+  // A hint: never faults, also past the end of the input.
+  const char* ahead = static_cast<const char*>(x) + kPrefetchAhead;
+  for (std::int64_t b = 0; b < bytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+#endif
+}
+
+#define RC_HEADS_LOOP(F)                                                          \
+  for (std::int64_t hd = 0; hd < n_heads; ++hd) {                                 \
+    if (prefetch_bytes > 0) prefetch_ahead(x + hd * head_stride, prefetch_bytes); \
+    F(x + hd * head_stride, y + hd * head_stride, rd, off, C, S);                 \
+  }
+#define RC_HEADS_PARAMS                                                              \
+  const T *x, T *y, std::int64_t n_heads, std::int64_t head_stride, std::int64_t rd, \
+      std::int64_t off, const arith_t<T>*C, const arith_t<T>*S, std::int64_t prefetch_bytes
+
+template <class T, HeadFn<T> F>
+void heads_portable(RC_HEADS_PARAMS) {
+  RC_HEADS_LOOP(F)
+}
+#ifdef ROPECHECK_X86
+template <class T, HeadFn<T> F>
+RC_AVX2 void heads_avx2(RC_HEADS_PARAMS) {
+  RC_HEADS_LOOP(F)
+}
+template <class T, HeadFn<T> F>
+RC_AVX512 void heads_avx512(RC_HEADS_PARAMS) {
+  RC_HEADS_LOOP(F)
+}
+template <class T, HeadFn<T> F>
+RC_AVX512BF16 void heads_avx512bf16(RC_HEADS_PARAMS) {
+  RC_HEADS_LOOP(F)
+}
+#endif
+
 // Interleaved pairing: interleaved and axial; every other layout pairs (i, i + off).
 inline bool half_style(Layout l) { return l != Layout::interleaved && l != Layout::axial; }
 inline std::int64_t half_offset(const RopeSpec& spec) {
@@ -726,22 +774,30 @@ inline std::int64_t half_offset(const RopeSpec& spec) {
 }
 
 template <class T>
-HeadFn<T> pick(Path p, Layout l, bool stream) {
+HeadsFn<T> pick(Path p, Layout l, bool stream) {
   const bool half = half_style(l);
 #ifdef ROPECHECK_X86
   if constexpr (std::is_same_v<T, Eigen::bfloat16>) {
     if (p == Path::avx512bf16) {
-      if (stream) return half ? head_avx512bf16_half<true> : head_avx512bf16_interleaved<true>;
-      return half ? head_avx512bf16_half<false> : head_avx512bf16_interleaved<false>;
+      if (stream)
+        return half ? heads_avx512bf16<T, head_avx512bf16_half<true>>
+                    : heads_avx512bf16<T, head_avx512bf16_interleaved<true>>;
+      return half ? heads_avx512bf16<T, head_avx512bf16_half<false>>
+                  : heads_avx512bf16<T, head_avx512bf16_interleaved<false>>;
     }
   }
   if (p >= Path::avx512) {
-    if (stream) return half ? head_avx512_half<T, true> : head_avx512_interleaved<T, true>;
-    return half ? head_avx512_half<T, false> : head_avx512_interleaved<T, false>;
+    if (stream)
+      return half ? heads_avx512<T, head_avx512_half<T, true>>
+                  : heads_avx512<T, head_avx512_interleaved<T, true>>;
+    return half ? heads_avx512<T, head_avx512_half<T, false>>
+                : heads_avx512<T, head_avx512_interleaved<T, false>>;
   }
-  if (p == Path::avx2) return half ? head_avx2_half<T> : head_avx2_interleaved<T>;
+  if (p == Path::avx2)
+    return half ? heads_avx2<T, head_avx2_half<T>> : heads_avx2<T, head_avx2_interleaved<T>>;
 #endif
-  return half ? head_portable_half<T> : head_portable_interleaved<T>;
+  return half ? heads_portable<T, head_portable_half<T>>
+              : heads_portable<T, head_portable_interleaved<T>>;
 }
 
 template <class A>
@@ -762,8 +818,7 @@ TableFn<A> pick_table(Path p) {
 //   with ordinary stores every output line is first read (write-allocate), 1.5x the traffic.
 //   Needs every full-vector store aligned to its width (64 bytes; 32 for f16/bf16, 16 f32 lanes
 //   narrowed): out, both strides and, for the half layout, the second half's offset rd/2.
-constexpr std::int64_t kLargeBytes = std::int64_t{8} << 20;
-constexpr std::int64_t kPrefetchAhead = 4096;
+constexpr std::int64_t kLargeBytes = std::int64_t{8} << 20;  // kPrefetchAhead: above pick()
 
 template <class T>
 bool is_large(const RopeSpec& spec, const TensorArgs& a, Path path) {
@@ -793,7 +848,9 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
   const std::int64_t hoff = half_offset(spec);
   const bool stream = use_streaming_stores<T>(spec, a, path);
   const bool prefetch = is_large<T>(spec, a, path);
-  const HeadFn<T> head = pick<T>(path, spec.layout, stream);
+  const HeadsFn<T> heads = pick<T>(path, spec.layout, stream);
+  const std::int64_t prefetch_bytes =
+      prefetch ? spec.head_dim * static_cast<std::int64_t>(sizeof(T)) : 0;
 
   // theta'_i by the f64 variant formulas (identical to theta_f64 for unscaled 1-D specs), and
   // s = magnitude_f64 (spec.scale times the variant's attention factor).
@@ -819,19 +876,13 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
         table(theta.data(), np, static_cast<double>(pos), scale, half, cb.data(), sb.data(),
               C.data(), S.data());
     }
-    for (std::int64_t hd = 0; hd < a.n_heads; ++hd) {
-      const std::int64_t off = t * a.token_stride + hd * a.head_stride;
-#ifdef ROPECHECK_X86
-      if (prefetch) {
-        // A hint: never faults, also past the end of the input.
-        const char* ahead = reinterpret_cast<const char*>(in + off) + kPrefetchAhead;
-        for (std::int64_t b = 0; b < spec.head_dim * static_cast<std::int64_t>(sizeof(T)); b += 64)
-          _mm_prefetch(ahead + b, _MM_HINT_T0);
-      }
-#endif
-      if (rd > 0) head(in + off, out + off, rd, hoff, C.data(), S.data());
-      copy_tail(spec, in + off, out + off);
-    }
+    const std::int64_t toff = t * a.token_stride;
+    if (rd > 0)
+      heads(in + toff, out + toff, a.n_heads, a.head_stride, rd, hoff, C.data(), S.data(),
+            prefetch_bytes);
+    if (rd < spec.head_dim)  // else copy_tail has nothing to copy
+      for (std::int64_t hd = 0; hd < a.n_heads; ++hd)
+        copy_tail(spec, in + toff + hd * a.head_stride, out + toff + hd * a.head_stride);
   }
 #ifdef ROPECHECK_X86
   // Streaming stores are weakly ordered: make them visible before the caller reads the output.
