@@ -145,3 +145,13 @@ ropecheck_hf_test(check_contradictory 2 "${_contra}"
   check --tensors ${_vd}/yarn_good.safetensors --hf-config ${_hf}/contradictory.json)
 ropecheck_hf_test(eval_contradictory 2 "${_contra}"
   eval --dtype f32 --position 1 --input 1 --hf-config ${_hf}/contradictory.json)
+
+# ---- list: the config's spec and which kernel x dtype runs it --------------------------------
+ropecheck_hf_test(list_qwen2_vl 0
+  "hf-config [^\n]*qwen2_vl.json: [^\n]*mrope[^\n]*\n  scalar: f64 supported f32 supported f16 supported bf16 supported\n  table_f32: f64 unsupported"
+  list --hf-config ${_hf}/qwen2_vl.json)
+ropecheck_hf_test(list_llama31 0
+  "  simd: f64 supported f32 supported f16 supported bf16 supported\n  complex: f64 unsupported"
+  list --hf-config ${_hf}/llama31_8b.json)
+ropecheck_hf_test(list_unknown_field 2 "${_unk}" list --hf-config ${_hf}/unknown_field.json)
+ropecheck_hf_test(list_seq_len_without_config 2 "--seq-len needs --hf-config" list --seq-len 10)
