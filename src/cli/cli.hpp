@@ -7,6 +7,7 @@
 #include "ropecheck/kernel.hpp"
 
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -27,6 +28,20 @@ bool parse_int64(const std::string& s, long long& out);
 double parse_finite_double(const std::string& s, const std::string& what);
 
 nlohmann::ordered_json policy_json(const Policy& p);
+
+// After a report set is written (`report`, `report --merge`): prints the failed checks and the
+// verdict line, and exits 1 when a check failed (returns on 0).
+void report_verdict(const nlohmann::json& report);
+
+// `--hf-config F [--seq-len N]`, the same on every subcommand.
+struct HfConfigArg {
+  std::string path;
+  std::int64_t seq_len = 0;  // current sequence length for dynamic NTK / LongRoPE
+  // The model's spec (SpecError on a bad config -> exit 2); none without --hf-config.
+  std::optional<RopeSpec> read() const;
+};
+// Adds both options to cmd; `what` is --hf-config's help text. Returns the --hf-config option.
+CLI::Option* add_hf_config_options(CLI::App* cmd, HfConfigArg& arg, const std::string& what);
 
 // The whole app (all subcommands) and the exit-code mapping of main(): parse errors, bad usage and
 // bad input -> 2 with a message on stderr, other exceptions -> 3.

@@ -54,7 +54,6 @@
 
 #include "cli.hpp"
 #include "ropecheck/bounds.hpp"
-#include "ropecheck/hf_config.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"
 #include "ropecheck/tensorio/tensorio.hpp"
@@ -67,8 +66,8 @@ namespace tio = ropecheck::tensorio;
 namespace {
 
 struct CheckOptions {
-  std::string tensors, spec, input, output, positions, out_dir, hf_config;
-  std::int64_t seq_len = 0;
+  std::string tensors, spec, input, output, positions, out_dir;
+  HfConfigArg hf;
   std::uint64_t max_bytes = std::uint64_t{4} << 30;
   int max_failures = 10;
 };
@@ -444,7 +443,7 @@ void run_check(const CheckOptions& o) {
     } else {
       if (o.input.empty() || o.output.empty() || o.positions.empty())
         throw UsageError("the .npy form needs --input, --output and --positions");
-      if (o.spec.empty() && o.hf_config.empty())
+      if (o.spec.empty() && o.hf.path.empty())
         throw UsageError("the .npy form needs --spec spec.json (or --hf-config config.json)");
       source = o.input;
       auto a = tio::read_npy(o.input, lim);
@@ -462,11 +461,8 @@ void run_check(const CheckOptions& o) {
 
   const auto& x0 = pairs.front().second.first;
   if (x0.shape.empty()) throw UsageError("tensor '" + x0.name + "' is a scalar");
-  std::optional<RopeSpec> hf;
-  if (!o.hf_config.empty()) {
-    HfConfigOptions ho;
-    ho.seq_len = o.seq_len;
-    hf = read_hf_config(o.hf_config, ho);  // SpecError -> exit 2
+  const std::optional<RopeSpec> hf = o.hf.read();
+  if (hf) {
     if (hf->head_dim != x0.shape.back())
       throw UsageError("--hf-config: head_dim " + std::to_string(hf->head_dim) +
                        " does not match the last dimension of the tensors (" +
@@ -590,10 +586,8 @@ void add_check(CLI::App& app) {
   cmd->add_option("--max-failures", o->max_failures,
                   "located failures printed per tensor (default 10)");
   cmd->add_option("--out", o->out_dir, "write check.json here");
-  cmd->add_option("--hf-config", o->hf_config,
-                  "RoPE spec from a Hugging Face config.json (spec keys, if any, must agree)");
-  cmd->add_option("--seq-len", o->seq_len,
-                  "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
+  add_hf_config_options(
+      cmd, o->hf, "RoPE spec from a Hugging Face config.json (spec keys, if any, must agree)");
   cmd->callback([o] { run_check(*o); });
 }
 

@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "cli.hpp"
-#include "ropecheck/hf_config.hpp"
 #include "ropecheck/reference/reference.hpp"
 
 namespace ropecheck::cli {
@@ -32,8 +31,7 @@ struct EvalOptions {
   std::string kernel;
   int digits = 40;
   unsigned ref_bits = 0;
-  std::string hf_config;
-  std::int64_t seq_len = 0;
+  HfConfigArg hf;
 };
 
 // JSON has no inf/nan: they are written as the strings "inf", "-inf", "nan". Finite values are
@@ -53,10 +51,8 @@ nlohmann::ordered_json number_row(const std::vector<double>& row) {
 // The spec: from --hf-config (a Hugging Face config.json; exclusive with the spec flags), or from
 // --head-dim/--rotary-dim/--base/--layout.
 RopeSpec eval_spec(const EvalOptions& o) {
-  if (!o.hf_config.empty()) {
-    HfConfigOptions h;
-    h.seq_len = o.seq_len;
-    RopeSpec s = read_hf_config(o.hf_config, h);  // SpecError -> exit 2
+  if (auto model = o.hf.read()) {
+    RopeSpec s = *model;
     s.scale = o.scale;
     return s.normalized();
   }
@@ -215,11 +211,10 @@ void add_eval(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "eval",
       "Exact reference (and optionally a kernel) for one spec, positions and inputs; prints JSON");
-  auto* hf = cmd->add_option("--hf-config", opts->hf_config,
-                             "Hugging Face config.json: rope_theta, rope_scaling/rope_parameters, "
-                             "head_dim, partial_rotary_factor, mrope_section -> the spec");
-  cmd->add_option("--seq-len", opts->seq_len,
-                  "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
+  auto* hf = add_hf_config_options(cmd, opts->hf,
+                                   "Hugging Face config.json: rope_theta, rope_scaling/"
+                                   "rope_parameters, head_dim, partial_rotary_factor, "
+                                   "mrope_section -> the spec");
   cmd->add_option("--head-dim", opts->head_dim, "head dimension (>= 1)")->excludes(hf);
   cmd->add_option("--rotary-dim", opts->rotary_dim,
                   "rotated dims (even, <= head_dim; default head_dim rounded down to even)")

@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "cli.hpp"
-#include "ropecheck/hf_config.hpp"
 #include "ropecheck/kernel.hpp"
 
 namespace ropecheck::cli {
@@ -34,25 +33,16 @@ void add_list(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "list", "List built-in kernels (with precision policies), dtypes, layouts");
   auto as_json = std::make_shared<bool>(false);
-  auto hf_config = std::make_shared<std::string>();
-  auto seq_len = std::make_shared<std::int64_t>(0);
+  auto hf = std::make_shared<HfConfigArg>();
   cmd->add_flag("--json", *as_json, "print JSON instead of text");
-  cmd->add_option("--hf-config", *hf_config,
-                  "a Hugging Face config.json: also print its spec and which kernel x dtype "
-                  "supports it");
-  cmd->add_option("--seq-len", *seq_len,
-                  "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
-  cmd->callback([as_json, hf_config, seq_len] {
+  add_hf_config_options(cmd, *hf,
+                        "a Hugging Face config.json: also print its spec and which kernel x "
+                        "dtype supports it");
+  cmd->callback([as_json, hf] {
     nlohmann::json j;
     // The config first: a bad one is exit 2 before anything is printed.
-    std::optional<RopeSpec> model;
-    if (!hf_config->empty()) {
-      HfConfigOptions h;
-      h.seq_len = *seq_len;
-      model = read_hf_config(*hf_config, h);  // SpecError -> exit 2
-    } else if (*seq_len != 0) {
-      throw UsageError("--seq-len needs --hf-config");
-    }
+    if (hf->path.empty() && hf->seq_len != 0) throw UsageError("--seq-len needs --hf-config");
+    const std::optional<RopeSpec> model = hf->read();
     j["dtypes"] = nlohmann::json::array();
     for (Dtype d : kAllDtypes) {
       const auto t = traits(d);
@@ -73,7 +63,7 @@ void add_list(CLI::App& app) {
     if (model) {
       // Which built-in kernels run this model's spec (scaling kind, layout, multi-axis) per dtype:
       // validate/report skip the others as unsupported.
-      j["hf_config"] = {{"file", *hf_config}, {"spec", describe(*model)}};
+      j["hf_config"] = {{"file", hf->path}, {"spec", describe(*model)}};
       for (const Kernel* k : builtin_kernels())
         for (Dtype d : kAllDtypes)
           j["hf_config"]["supported"][k->name()][name(d)] = k->supports(*model, d);
@@ -104,7 +94,7 @@ void add_list(CLI::App& app) {
                 << "\n";
     std::cout << "layouts:\n  interleaved: pairs (2i, 2i+1)\n  half: pairs (i, i + rotary_dim/2)\n";
     if (model) {
-      std::cout << "hf-config " << *hf_config << ": " << describe(*model) << "\n";
+      std::cout << "hf-config " << hf->path << ": " << describe(*model) << "\n";
       for (const Kernel* k : builtin_kernels()) {
         std::cout << "  " << k->name() << ":";
         for (Dtype d : kAllDtypes)

@@ -10,7 +10,6 @@
 #include <memory>
 
 #include "cli.hpp"
-#include "ropecheck/hf_config.hpp"
 #include "ropecheck/reports/report.hpp"
 #include "shard.hpp"
 
@@ -67,8 +66,7 @@ struct ReportArgs {
   bool quiet = false;
   std::string shard;               // "i/n" (wins over GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS)
   std::vector<std::string> merge;  // shard reports to merge instead of running a sweep
-  std::string hf_config;           // restrict the sweep to this model's spec
-  long long seq_len = 0;
+  HfConfigArg hf;                  // restrict the sweep to this model's spec
   bool no_variants = false;
 };
 
@@ -133,11 +131,7 @@ void run_report(const ReportArgs& a) {
   o.shard_count = shard.total;
   touch_shard_status_file();
   o.variants = !a.no_variants;
-  if (!a.hf_config.empty()) {
-    HfConfigOptions ho;
-    ho.seq_len = a.seq_len;
-    o.spec = read_hf_config(a.hf_config, ho);  // SpecError -> exit 2
-  }
+  o.spec = a.hf.read();
   if (a.out.empty()) throw UsageError("--out: give the output directory");
   try {
     reports::validate(o);
@@ -187,17 +181,9 @@ void run_report(const ReportArgs& a) {
     exit_interrupted("while writing; the writes finished, the report in '" + a.out +
                          "' is the new, complete one",
                      a.out);
-  const int code = reports::exit_code(report);
   std::cout << "wrote " << a.out << "/report.json, report.md, report.html, junit.xml ("
             << report["environment"]["wall_seconds"].get<double>() << " s)\n";
-  for (const auto& c : report["checks"])
-    if (!c["passed"].get<bool>())
-      std::cout << "FAIL " << c["kernel"].get<std::string>() << " " << c["dtype"].get<std::string>()
-                << " " << c["check"].get<std::string>() << ": " << c["message"].get<std::string>()
-                << "\n";
-  std::cout << (code == 0 ? "all checks hold\n" : "some checks failed\n");
-  std::cout.flush();
-  if (code != 0) std::exit(code);
+  report_verdict(report);
 }
 
 }  // namespace
@@ -235,11 +221,9 @@ void add_report(CLI::App& app) {
   cmd->add_option("--merge", a->merge,
                   "shard report.json files to merge into one report set in --out (no sweep)")
       ->expected(1, -1);
-  cmd->add_option("--hf-config", a->hf_config,
-                  "restrict the sweep to the RoPE spec of this Hugging Face config.json "
-                  "(--head-dims/--bases/--layouts are ignored; no variant sections)");
-  cmd->add_option("--seq-len", a->seq_len,
-                  "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
+  add_hf_config_options(cmd, a->hf,
+                        "restrict the sweep to the RoPE spec of this Hugging Face config.json "
+                        "(--head-dims/--bases/--layouts are ignored; no variant sections)");
   cmd->add_flag("--no-variants", a->no_variants,
                 "skip the per-variant sections (scaling variants, M-RoPE, dynamic NTK)");
   cmd->callback([a] { run_report(*a); });

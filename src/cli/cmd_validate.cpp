@@ -16,7 +16,6 @@
 
 #include "cli.hpp"
 #include "ropecheck/bounds.hpp"
-#include "ropecheck/hf_config.hpp"
 #include "ropecheck/plugin/host.hpp"
 #include "ropecheck/properties.hpp"
 #include "ropecheck/reference/reference.hpp"
@@ -37,8 +36,7 @@ struct ValidateOptions {
   double timeout = 10.0;
   std::string out;
   std::uint64_t seed = 1;
-  std::string hf_config;  // validate on this model's spec (see run_validate)
-  std::int64_t seq_len = 0;
+  HfConfigArg hf;     // validate on this model's spec (see run_validate)
   std::string shard;  // "i/n"; default GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS
 };
 
@@ -384,11 +382,8 @@ void run_validate(const ValidateOptions& o) {
   // --hf-config: the model's spec is checked directly by the differential run, and the
   // properties draw their random specs from the same scaling kind and layout (focus), so every
   // verdict is about the variant the model uses.
-  std::optional<RopeSpec> hf_spec;
-  if (!o.hf_config.empty()) {
-    HfConfigOptions ho;
-    ho.seq_len = o.seq_len;
-    hf_spec = read_hf_config(o.hf_config, ho);  // SpecError -> exit 2
+  const std::optional<RopeSpec> hf_spec = o.hf.read();
+  if (hf_spec) {
     if (!layouts.empty() && layouts != std::vector<Layout>{hf_spec->layout})
       throw UsageError("--layouts contradicts --hf-config (the model's layout is " +
                        std::string(name(hf_spec->layout)) + ")");
@@ -426,7 +421,7 @@ void run_validate(const ValidateOptions& o) {
   std::vector<RopeSpec> extra_specs;
   if (hf_spec) {
     extra_specs = {*hf_spec};
-    std::cout << "  on the spec of " << o.hf_config << ": " << describe(*hf_spec) << "\n";
+    std::cout << "  on the spec of " << o.hf.path << ": " << describe(*hf_spec) << "\n";
   } else if (variants) {
     for (Layout l : layouts)
       for (RopeSpec& v : variant_specs(l))
@@ -566,8 +561,8 @@ void run_validate(const ValidateOptions& o) {
       std::string replay = "ropecheck validate --plugin " + o.plugin + " --dtypes " +
                            name(r.dtype) + " --layouts " + name(r.layout) + " --budget " +
                            o.budget + " --seed " + std::to_string(o.seed);
-      if (!o.hf_config.empty()) replay += " --hf-config " + o.hf_config;
-      if (o.seq_len) replay += " --seq-len " + std::to_string(o.seq_len);
+      if (!o.hf.path.empty()) replay += " --hf-config " + o.hf.path;
+      if (o.hf.seq_len) replay += " --seq-len " + std::to_string(o.hf.seq_len);
       std::cout << "[" << cfg << "] replay: " << replay << "\n";
       jc["replay"] = replay;
     }
@@ -647,11 +642,9 @@ void add_validate(CLI::App& app) {
                   "seed of the differential inputs and the properties (default 1)");
   cmd->add_option("--out", o->out,
                   "write the report set (as `ropecheck report`) and validation.json here");
-  cmd->add_option("--hf-config", o->hf_config,
-                  "validate on this Hugging Face config.json's RoPE spec (differential on the "
-                  "exact spec, properties focused on its scaling kind and layout)");
-  cmd->add_option("--seq-len", o->seq_len,
-                  "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
+  add_hf_config_options(cmd, o->hf,
+                        "validate on this Hugging Face config.json's RoPE spec (differential on "
+                        "the exact spec, properties focused on its scaling kind and layout)");
   cmd->add_option("--shard", o->shard,
                   "i/n: check only configurations c with c mod n == i (default: "
                   "GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS when set)");

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "cli.hpp"
+#include "ropecheck/hf_config.hpp"
 
 namespace ropecheck::cli {
 
@@ -38,6 +39,20 @@ double parse_finite_double(const std::string& s, const std::string& what) {
   if (s.empty() || end != s.c_str() + s.size() || errno == ERANGE || !std::isfinite(v))
     throw UsageError(what + ": expected a finite number, got '" + s + "'");
   return v;
+}
+
+std::optional<RopeSpec> HfConfigArg::read() const {
+  if (path.empty()) return std::nullopt;
+  HfConfigOptions h;
+  h.seq_len = seq_len;
+  return read_hf_config(path, h);
+}
+
+CLI::Option* add_hf_config_options(CLI::App* cmd, HfConfigArg& arg, const std::string& what) {
+  CLI::Option* hf = cmd->add_option("--hf-config", arg.path, what);
+  cmd->add_option("--seq-len", arg.seq_len,
+                  "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
+  return hf;
 }
 
 }  // namespace ropecheck::cli

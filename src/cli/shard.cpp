@@ -70,9 +70,13 @@ void merge_reports(const std::vector<std::string>& files, const std::string& out
     throw UsageError(e.what());
   }
   reports::write_all(report, out);
-  const int code = reports::exit_code(report);
   std::cout << "merged " << files.size() << " shard reports into " << out
             << "/report.json, report.md, report.html, junit.xml\n";
+  report_verdict(report);
+}
+
+void report_verdict(const nlohmann::json& report) {
+  const int code = reports::exit_code(report);
   for (const auto& c : report["checks"])
     if (!c["passed"].get<bool>())
       std::cout << "FAIL " << c["kernel"].get<std::string>() << " " << c["dtype"].get<std::string>()
