@@ -819,26 +819,12 @@ const std::vector<VariantCase>& variant_cases() {
     dyn.seq_len = 16384;
     add("dynamic", "HF dynamic NTK, factor 4, L0 4096, table built for 16384 tokens", 128, 1e4,
         dyn);
-    Scaling yarn;
-    yarn.kind = ScalingKind::yarn;
-    yarn.factor = 40;
-    yarn.original_max_position_embeddings = 4096;
-    yarn.beta_fast = 32;
-    yarn.beta_slow = 1;
-    yarn.mscale = 1;
-    yarn.mscale_all_dim = 1;
     add("yarn",
         "DeepSeek-V3-like YaRN: factor 40, original 4096, mscale = mscale_all_dim = 1, "
         "qk_rope_head_dim 64",
-        64, 1e4, yarn);
-    Scaling l3;
-    l3.kind = ScalingKind::llama3;
-    l3.factor = 8;
-    l3.low_freq_factor = 1;
-    l3.high_freq_factor = 4;
-    l3.original_max_position_embeddings = 8192;
+        64, 1e4, deepseek_v3_yarn_scaling());
     add("llama3", "Llama-3.1-8B: factor 8, low 1, high 4, original 8192, theta 500000", 128, 5e5,
-        l3);
+        llama31_scaling());
     // Phi-3.5-like LongRoPE factors: smooth short factors near 1, long factors growing to ~40
     // (the published lists' shape; exact values are not needed for a precision description).
     for (const bool long_side : {false, true}) {

@@ -167,25 +167,13 @@ std::vector<RopeSpec> variant_specs(Layout l) {
   dyn.max_position_embeddings = 4096;
   dyn.seq_len = 16384;
   add(64, 1e4, dyn);
-  Scaling yarn;  // DeepSeek-V3-like
-  yarn.kind = ScalingKind::yarn;
-  yarn.factor = 40;
-  yarn.original_max_position_embeddings = 4096;
-  yarn.mscale = 1;
-  yarn.mscale_all_dim = 1;
-  add(64, 1e4, yarn);
+  add(64, 1e4, deepseek_v3_yarn_scaling());
   Scaling yarn2;  // Qwen-style: derived attention factor 0.1 ln f + 1
   yarn2.kind = ScalingKind::yarn;
   yarn2.factor = 4;
   yarn2.original_max_position_embeddings = 32768;
   add(128, 1e6, yarn2);
-  Scaling l3;  // Llama-3.1
-  l3.kind = ScalingKind::llama3;
-  l3.factor = 8;
-  l3.low_freq_factor = 1;
-  l3.high_freq_factor = 4;
-  l3.original_max_position_embeddings = 8192;
-  add(128, 5e5, l3);
+  add(128, 5e5, llama31_scaling());
   for (std::int64_t seq : {4096, 4097}) {  // LongRoPE on both sides of the strict switch
     Scaling lr;
     lr.kind = ScalingKind::longrope;

@@ -458,4 +458,24 @@ std::string describe(const RopeSpec& s) {
   return o.str();
 }
 
+Scaling llama31_scaling() {
+  Scaling s;
+  s.kind = ScalingKind::llama3;
+  s.factor = 8;
+  s.low_freq_factor = 1;
+  s.high_freq_factor = 4;
+  s.original_max_position_embeddings = 8192;
+  return s;
+}
+
+Scaling deepseek_v3_yarn_scaling() {
+  Scaling s;
+  s.kind = ScalingKind::yarn;
+  s.factor = 40;
+  s.original_max_position_embeddings = 4096;
+  s.mscale = 1;
+  s.mscale_all_dim = 1;
+  return s;
+}
+
 }  // namespace ropecheck

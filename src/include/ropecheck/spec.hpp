@@ -84,6 +84,12 @@ struct Scaling {
   bool operator==(const Scaling&) const = default;
 };
 
+// Scalings of published models, the one copy of their parameters for reports and validate.
+// Llama-3.1-8B: llama3, factor 8, low 1, high 4, original 8192 (with theta 500000).
+Scaling llama31_scaling();
+// DeepSeek-V3: yarn, factor 40, original 4096, mscale = mscale_all_dim = 1 (attention factor 1).
+Scaling deepseek_v3_yarn_scaling();
+
 class SpecError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
