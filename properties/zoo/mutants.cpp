@@ -229,7 +229,8 @@ Mutant make_scaled(std::string name, std::string why, std::vector<Property> expe
 
 Mutant make(std::string name, std::string why, std::vector<Property> expected, Knobs k) {
   auto kern = std::make_shared<ZooKernel>(name, k);
-  return {std::move(name), std::move(why), std::move(expected), std::move(kern)};
+  return {std::move(name), std::move(why), std::move(expected),
+          std::move(kern), std::nullopt,   std::nullopt};
 }
 
 }  // namespace

@@ -103,7 +103,9 @@ TEST(ReferenceGolden, Seed004ScoreAtSixtyDegreesIsOneHalf) {
       // < 40 * 2^-P; trig, products and the dot add a few 2^-P: well inside 2^-(P-20).
       EXPECT_LE(abs(score - norm2 / 2), gate()) << "q=(" << q[0] << "," << q[1] << ") m=" << m
                                                 << " n=" << n << " score " << to_decimal(score, 30);
-      if (q[0] == 1) EXPECT_EQ(to_decimal(score, 2), "0.5");  // as printed: 0.50
+      if (q[0] == 1) {
+        EXPECT_EQ(to_decimal(score, 2), "0.5");  // as printed: 0.50
+      }
     }
   }
 }
