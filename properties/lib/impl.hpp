@@ -687,7 +687,10 @@ inline std::vector<std::int64_t> axis_positions(std::int64_t n_axes, std::int64_
   std::vector<std::int64_t> p;
   for (std::int64_t a = 0; a < n_axes; ++a) {
     std::int64_t v = g::position(limit);
-    while (std::find(p.begin(), p.end(), v) != p.end()) v = v > 0 ? v - 1 : v + 1;
+    // One direction per axis (toward zero, down from 0): at most n_axes - 1 steps. Alternating
+    // directions cycled forever once shrinking made two axes 0 and 1 (seen on a broken kernel).
+    const std::int64_t step = v < 0 ? 1 : -1;
+    while (std::find(p.begin(), p.end(), v) != p.end()) v += step;
     p.push_back(v);
   }
   return p;
