@@ -28,7 +28,9 @@
 //    (glibc's libm-test-ulps lists <= 1 ulp for them), and |cos| <= 1 makes an ulp <= 2u |value|.
 //    The `simd` kernel uses its own vectorized f64 sin/cos below |angle| 2^28 (libm above), with a
 //    derived absolute error <= u_64 (src/kernels/simd_trig.hpp, tested against long double):
-//    inside the same 2 u_A. Rounding the
+//    inside the same 2 u_A; its f32 tables build entries by angle addition from two such values
+//    and declare their derived 6.5 u_64 (Policy::trig_error, the factor used here in place of 2
+//    for any kernel that declares one). Rounding the
 //    entry into the table precision T when T is coarser than A adds u_T; converting it into the
 //    arithmetic precision R when R is coarser than both adds u_R; an entry in the table's subnormal
 //    range adds half its subnormal quantum. With per-entry error eps, the perturbation of the 2x2
@@ -247,7 +249,7 @@ PairBound pair_error_bound(const Policy& policy, const RopeSpec& spec, Dtype d, 
   const double A_rel = std::min(b.angle_detail.rad, 2.0);
 
   // 2. trig + table (per entry, absolute since |cos|, |sin| <= 1), then sqrt(2) per pair.
-  double eps = 2 * uA;
+  double eps = policy.trig_error * uA;
   if (pT < pA) eps += uT;
   if (pR < std::min(pA, pT)) eps += uR;
   eps += min_subnormal(policy.table) / 2;

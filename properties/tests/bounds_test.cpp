@@ -55,6 +55,25 @@ TEST(Bounds, F64PolicyOnF32StorageIsAboutOneRounding) {
   EXPECT_GT(b.total_u(1.0), 1.0);
 }
 
+// The declared trig error replaces the 2 of a 1-ulp libm in the trig term: sqrt2 * k * u_A per
+// pair (section 2), plus the table rounding when the table is coarser than the angle.
+TEST(Bounds, DeclaredTrigErrorEntersTheTrigTerm) {
+  Policy p = kF64;
+  p.trig_error = 6.5;
+  const double u64 = std::ldexp(1.0, -53);
+  const auto b = bounds::pair_error_bound(p, spec128(), Dtype::f64, 3, 100);
+  EXPECT_DOUBLE_EQ(b.trig, std::sqrt(2.0) * 6.5);
+  EXPECT_GT(b.total_u(1.0),
+            bounds::pair_error_bound(kF64, spec128(), Dtype::f64, 3, 100).total_u(1.0));
+  // simd's f32 table: f64 trig (6.5 u64) then one rounding into f32, on bf16 storage.
+  Policy t{Dtype::f64, Dtype::f32, Dtype::f32, AngleRecipe::pow_product, true, ""};
+  t.trig_error = 6.5;
+  const auto c = bounds::pair_error_bound(t, spec128(), Dtype::bf16, 3, 100);
+  EXPECT_DOUBLE_EQ(c.trig, std::sqrt(2.0) *
+                               (6.5 * u64 + std::ldexp(1.0, -24) + std::ldexp(1.0, -149) / 2) /
+                               std::ldexp(1.0, -8));
+}
+
 TEST(Bounds, F32ArithmeticOnF32Storage) {
   const auto b = bounds::pair_error_bound(kHf, spec128(), Dtype::f32, 3, 0);
   EXPECT_DOUBLE_EQ(b.trig, 2 * std::sqrt(2.0));

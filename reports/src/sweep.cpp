@@ -96,6 +96,7 @@ json policy_json(const Policy& p) {
           {"arithmetic", name(p.arithmetic)},
           {"recipe", recipe_name(p.recipe)},
           {"fused", p.fused},
+          {"trig_error", p.trig_error},
           {"notes", p.notes}};
 }
 

@@ -125,7 +125,8 @@ Resolved resolve(const Keys& k, std::int64_t last_dim, std::size_t rank,
                                               "table_precision",
                                               "arithmetic_precision",
                                               "angle_recipe",
-                                              "fused"};
+                                              "fused",
+                                              "trig_error"};
   for (const auto& [key, v] : k)
     if (!known.count(key))
       std::cerr << "ropecheck check: note: ignoring unknown spec key '" << key << "'\n";
@@ -228,6 +229,9 @@ Resolved resolve(const Keys& k, std::int64_t last_dim, std::size_t rank,
     if (*fu != "true" && *fu != "false") throw UsageError("fused must be true or false");
     r.policy.fused = *fu == "true";
   }
+  get_double("trig_error", r.policy.trig_error);
+  if (!(r.policy.trig_error >= 0))
+    throw UsageError("trig_error must be >= 0 (units of the angle precision's unit roundoff)");
   const std::string* tl = get("tensor_layout");
   r.tensor_layout = tl ? *tl : rank == 2 ? "td" : rank == 3 ? "thd" : "bhtd";
   return r;

@@ -26,6 +26,7 @@ nlohmann::ordered_json policy_json(const Policy& p) {
           {"arithmetic", name(p.arithmetic)},
           {"recipe", recipe_name(p.recipe)},
           {"fused", p.fused},
+          {"trig_error", p.trig_error},
           {"notes", p.notes}};
 }
 

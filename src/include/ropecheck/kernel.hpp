@@ -33,6 +33,11 @@ struct Policy {
   AngleRecipe recipe = AngleRecipe::pow_product;
   bool fused = false;  // rotation uses FMA (one rounding per output instead of up to three)
   std::string notes;   // free text, e.g. "AVX2+F16C path when the CPU has it"
+  // Each cos/sin value, before it is rounded into the table precision, is within
+  // trig_error * u_angle (absolute) of the exact cos/sin of the kernel's angle. 2 is a correctly
+  // rounded or 1-ulp libm (the default); a kernel that builds entries from other entries (angle
+  // addition) declares its derived figure. Enters the bound's trig term (bounds.cpp, section 2).
+  double trig_error = 2;
 };
 
 // One call: n_tokens x n_heads vectors of head_dim elements. Element (t, h, j) is at
