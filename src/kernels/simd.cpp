@@ -5,12 +5,33 @@
 //   angle   = double(m) * pow(base, -2i/rotary_dim)                 f64, same code as `scalar`
 //   c, s    = A(scale * cos(angle)), A(scale * sin(angle))          one rounding into the table
 //             cos/sin: our own f64 evaluation (simd_sincos below: |error| <= 2^-53 absolute,
-//             vectorized, the same operations in every lane and path), libm for |angle| > 2^28
+//             vectorized, the same operations in every lane and path), libm for |angle| > 2^28;
+//             for the f32 table (f32/f16/bf16) of integer positions by angle addition, below
 //   out_a   = fma(x_a, c, x_b * (-s))                               A = f32 (f64 for f64 dtype)
 //   out_b   = fma(x_b, c, x_a * s)
 // i.e. each output fuses its own element's product with c and rounds the cross product once.
 // The interleaved vector form is fma(v, [c,c], swap(v) * [-s,s]), which is the same two formulas
 // lane by lane; x_b * (-s) == -(x_b * s) bit-for-bit because RNE is sign-symmetric.
+//
+// Angle addition (f32 table, |m| < 2^53; simd_step_sincos in simd_trig.hpp is the scalar form):
+// m = m0 + j, j = m % 16 (sign of m), (bc, bs) = sincos(RN(m0 theta)), (jc, js) = sincos(RN(j
+// theta)), c = fma(bc, jc, -(bs js)), s = fma(bs, jc, bc js). One sincos per 16 consecutive
+// positions (the base) plus 31 step rows per call, instead of one per token: the table was about
+// a quarter of simd's time for 2-byte dtypes (measured: bf16 [2048][32][128] 1.20-1.26 ->
+// 1.11-1.14 x memcpy interleaved, same run). A token's entries depend on its position only.
+// Error (u = 2^-53, absolute per entry; first order, the u^2 terms are below 2^-100):
+// * Angle: m0 and j have the sign of m, so |RN(m0 theta) - m0 theta| + |RN(j theta) - j theta|
+//   <= u |m0 theta| + u |j theta| = u |m theta|, the one product rounding the bound's angle term
+//   already counts (bounds.cpp section 1); the rest is trig error against cos/sin of the sum.
+// * Inputs: the base within e_b per entry (u from simd_sincos, 2u when |m0 theta| > 2^28 takes
+//   libm), the step within u (|j theta| < 16): as complex numbers |b^ - b| <= sqrt2 e_b,
+//   |j^ - j| <= sqrt2 u, so the exact product errs by <= |b^ - b| |j^| + |b| |j^ - j|
+//   <= sqrt2 (e_b + u) <= 3 sqrt2 u = 4.25u.
+// * Roundings: c = fma(bc, jc, -RN(bs js)) errs by <= u |bs js| + u |bc jc - RN(bs js)|
+//   <= u (|bc jc| + 2 |bs js|) <= u ||(bc, bs)|| ||(jc, 2 js)|| <= 2u (Cauchy-Schwarz); s likewise.
+// Per entry <= 4.25u + 2u = 6.25u < 6.5u = Policy::trig_error (j = 0: the base alone, <= 2u).
+// kernels_test checks entries against long double, and that chaining the same products token to
+// token (c(m+1) from c(m), no bases) leaves this bound within a few dozen steps.
 // Storage: f16 via F16C/AVX-512 conversions (RNE incl. subnormals), bf16 via integer RNE
 // (x + 0x7FFF + lsb) >> 16 with NaN kept a quiet NaN; scalar tails use the same rounding.
 // Path avx512bf16 (AVX512-BF16 CPUs) stores bf16 with vcvtneps2bf16 instead: the same RNE and the
@@ -261,6 +282,19 @@ void simd_sincos(double x, double& s, double& c) {
   sincos_portable(x, s, c);
 }
 
+void simd_step_sincos(double theta, std::int64_t m, double& s, double& c) {
+  if (!(std::fabs(static_cast<double>(m)) < kSimdStepLimit)) {
+    simd_sincos(static_cast<double>(m) * theta, s, c);
+    return;
+  }
+  const std::int64_t j = m % kSimdStep, m0 = m - j;
+  double bs, bc, js, jc;
+  simd_sincos(static_cast<double>(m0) * theta, bs, bc);
+  simd_sincos(static_cast<double>(j) * theta, js, jc);
+  c = std::fma(bc, jc, -(bs * js));
+  s = std::fma(bs, jc, bc * js);
+}
+
 namespace {
 
 // Table entries from sin/cos: half layout C[i], S[i]; interleaved C2[2i] = C2[2i+1] = c_i,
@@ -283,17 +317,28 @@ inline void fill_tables(std::int64_t np, double scale, bool half, const double* 
   }
 }
 
-// Per position: angles m * theta_i (f64, the `scalar` recipe), sin/cos, tables. cb/sb: np doubles
-// of scratch.
+// sin/cos of the angles m * theta_i (f64, the `scalar` recipe) into sb/cb, i < np.
+using SincosFn = void (*)(const double* theta, std::int64_t np, double m, double* cb, double* sb);
+// The step composition (see rotate_all): cb + i sb = (bc + i bs)(jc + i js), i < np, as
+//   c = fma(bc, jc, -(bs * js)),  s = fma(bs, jc, bc * js).
+using ComposeFn = void (*)(std::int64_t np, const double* bc, const double* bs, const double* jc,
+                           const double* js, double* cb, double* sb);
 template <class A>
-using TableFn = void (*)(const double* theta, std::int64_t np, double m, double scale, bool half,
-                         double* cb, double* sb, A* C, A* S);
+using FillFn = void (*)(std::int64_t np, double scale, bool half, const double* cb,
+                        const double* sb, A* C, A* S);
 
-template <class A>
-void table_portable(const double* theta, std::int64_t np, double m, double scale, bool half,
-                    double* cb, double* sb, A* C, A* S) {
+void sincos_rows_portable(const double* theta, std::int64_t np, double m, double* cb, double* sb) {
   for (std::int64_t i = 0; i < np; ++i) simd_sincos(m * theta[i], sb[i], cb[i]);
-  fill_tables(np, scale, half, cb, sb, C, S);
+}
+
+inline void compose1(double bc, double bs, double jc, double js, double& c, double& s) {
+  c = std::fma(bc, jc, -(bs * js));
+  s = std::fma(bs, jc, bc * js);
+}
+
+void compose_portable(std::int64_t np, const double* bc, const double* bs, const double* jc,
+                      const double* js, double* cb, double* sb) {
+  for (std::int64_t i = 0; i < np; ++i) compose1(bc[i], bs[i], jc[i], js[i], cb[i], sb[i]);
 }
 
 // The one rotation formula. std::fma is correctly rounded whether it becomes an instruction
@@ -378,13 +423,10 @@ RC_AVX2 inline __m256d o_kbit(__m256d t, int bit) {
   return _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(_mm256_castpd_si256(t), b), b));
 }
 RC_AVX2 inline __m256d o_sel(__m256d m, __m256d a, __m256d b) { return _mm256_blendv_pd(b, a, m); }
-RC_AVX2 inline void sincos_avx2(__m256d x, __m256d& s_out, __m256d& c_out) {
-  RC_SINCOS_BODY(__m256d)
-}
+RC_AVX2 inline void sincos_avx2(__m256d x, __m256d& s_out, __m256d& c_out){RC_SINCOS_BODY(__m256d)}
 
-template <class A>
-RC_AVX2 void table_avx2(const double* theta, std::int64_t np, double m, double scale, bool half,
-                        double* cb, double* sb, A* C, A* S) {
+RC_AVX2
+    void sincos_rows_avx2(const double* theta, std::int64_t np, double m, double* cb, double* sb) {
   const __m256d vm = _mm256_set1_pd(m);
   const __m256d lim = _mm256_set1_pd(kSimdTrigLimit);
   const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
@@ -402,7 +444,18 @@ RC_AVX2 void table_avx2(const double* theta, std::int64_t np, double m, double s
         if (out >> l & 1) simd_sincos(m * theta[i + l], sb[i + l], cb[i + l]);
   }
   for (; i < np; ++i) simd_sincos(m * theta[i], sb[i], cb[i]);
-  fill_tables(np, scale, half, cb, sb, C, S);
+}
+
+RC_AVX2 void compose_avx2(std::int64_t np, const double* bc, const double* bs, const double* jc,
+                          const double* js, double* cb, double* sb) {
+  std::int64_t i = 0;
+  for (; i + 4 <= np; i += 4) {
+    const __m256d c0 = _mm256_loadu_pd(bc + i), s0 = _mm256_loadu_pd(bs + i);
+    const __m256d c1 = _mm256_loadu_pd(jc + i), s1 = _mm256_loadu_pd(js + i);
+    _mm256_storeu_pd(cb + i, _mm256_fmadd_pd(c0, c1, o_neg(_mm256_mul_pd(s0, s1))));
+    _mm256_storeu_pd(sb + i, _mm256_fmadd_pd(s0, c1, _mm256_mul_pd(c0, s1)));
+  }
+  for (; i < np; ++i) compose1(bc[i], bs[i], jc[i], js[i], cb[i], sb[i]);
 }
 
 template <class T>
@@ -584,9 +637,8 @@ RC_AVX512 void fill_tables_avx512(std::int64_t np, double scale, bool half, cons
   }
 }
 
-template <class A>
-RC_AVX512 void table_avx512(const double* theta, std::int64_t np, double m, double scale, bool half,
-                            double* cb, double* sb, A* C, A* S) {
+RC_AVX512 void sincos_rows_avx512(const double* theta, std::int64_t np, double m, double* cb,
+                                  double* sb) {
   const __m512d vm = _mm512_set1_pd(m);
   const __m512d lim = _mm512_set1_pd(kSimdTrigLimit);
   std::int64_t i = 0;
@@ -603,7 +655,18 @@ RC_AVX512 void table_avx512(const double* theta, std::int64_t np, double m, doub
         if (out >> l & 1u) simd_sincos(m * theta[i + l], sb[i + l], cb[i + l]);
   }
   for (; i < np; ++i) simd_sincos(m * theta[i], sb[i], cb[i]);
-  fill_tables_avx512(np, scale, half, cb, sb, C, S);
+}
+
+RC_AVX512 void compose_avx512(std::int64_t np, const double* bc, const double* bs, const double* jc,
+                              const double* js, double* cb, double* sb) {
+  std::int64_t i = 0;
+  for (; i + 8 <= np; i += 8) {
+    const __m512d c0 = _mm512_loadu_pd(bc + i), s0 = _mm512_loadu_pd(bs + i);
+    const __m512d c1 = _mm512_loadu_pd(jc + i), s1 = _mm512_loadu_pd(js + i);
+    _mm512_storeu_pd(cb + i, _mm512_fmadd_pd(c0, c1, v5_neg(_mm512_mul_pd(s0, s1))));
+    _mm512_storeu_pd(sb + i, _mm512_fmadd_pd(s0, c1, _mm512_mul_pd(c0, s1)));
+  }
+  for (; i < np; ++i) compose1(bc[i], bs[i], jc[i], js[i], cb[i], sb[i]);
 }
 
 template <bool Tail, bool Nt, class T>
@@ -801,12 +864,19 @@ HeadsFn<T> pick(Path p, Layout l, bool stream) {
 }
 
 template <class A>
-TableFn<A> pick_table(Path p) {
+struct TrigOps {
+  SincosFn sincos;
+  ComposeFn compose;
+  FillFn<A> fill;
+};
+
+template <class A>
+TrigOps<A> pick_trig(Path p) {
 #ifdef ROPECHECK_X86
-  if (p >= Path::avx512) return table_avx512<A>;
-  if (p == Path::avx2) return table_avx2<A>;
+  if (p >= Path::avx512) return {sincos_rows_avx512, compose_avx512, fill_tables_avx512<A>};
+  if (p == Path::avx2) return {sincos_rows_avx2, compose_avx2, fill_tables<A>};
 #endif
-  return table_portable<A>;
+  return {sincos_rows_portable, compose_portable, fill_tables<A>};
 }
 
 // Large calls (output >= kLargeBytes, far beyond L2) are memory-bound; two things bring them to
@@ -858,24 +928,100 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
   const double scale = magnitude_f64(spec);
   std::vector<A> C(rd), S(rd);
   std::vector<double> cb(np), sb(np);
-  const TableFn<A> table = pick_table<A>(path);
+  const TrigOps<A> trig = pick_trig<A>(path);
   // Multi-axis or real positions: angles m_axis(i) * theta'_i are formed here (one f64 product,
   // as in the 1-D table functions) and passed with m = 1 (1 * angle is exact).
   const bool per_pair_positions = (a.n_axes != 1 && spec.n_axes() != 1) || a.real_positions;
   std::vector<double> ang(per_pair_positions ? np : 0);
 
-  for (std::int64_t t = 0; t < a.n_tokens; ++t) {
-    if (per_pair_positions) {
+  // f32 tables (f32/f16/bf16) of integer positions: m = m0 + j with j = m % kSimdStep, entries
+  // from the rotation of sincos(m0 theta) by sincos(j theta) (simd_step_sincos, one complex
+  // product per pair) instead of a sincos per token. For 1-D positions bases are shared by
+  // kSimdStep consecutive positions and steps by the whole call, so a run of consecutive
+  // positions costs 1/16 of a sincos per token plus the product; a token's entries are still a
+  // function of its position alone (TokensAreIndependent). Per-axis integer positions take the
+  // same formula pair by pair (two sincos per token: bit-identical to 1-D when the axes agree).
+  // Real positions are not integers: one sincos per angle, as the f64 table always does (its
+  // 2 u trig budget is below the composition's 6.5 u; derivation in this file's header).
+  constexpr bool kStepped = std::is_same_v<A, float>;
+  const bool stepped = kStepped && !a.real_positions;
+  std::vector<double> base_c(stepped ? np : 0), base_s(stepped ? np : 0);
+  std::int64_t base_m = 0;
+  bool have_base = false;
+  // 1-D step rows j in (-kSimdStep, kSimdStep), computed when first needed.
+  std::vector<double> step_c, step_s;
+  std::vector<char> have_step;
+  if (stepped && !per_pair_positions) {
+    step_c.resize((2 * kSimdStep - 1) * np);
+    step_s.resize((2 * kSimdStep - 1) * np);
+    have_step.assign(2 * kSimdStep - 1, 0);
+  }
+  // Per-axis: the m0 and j angles of every pair, their sincos, and which pairs have j = 0.
+  std::vector<double> ang_j(stepped && per_pair_positions ? np : 0), jc_pp(ang_j.size()),
+      js_pp(ang_j.size());
+  std::vector<char> j_zero(ang_j.size());
+  auto fill_per_axis = [&](std::int64_t t) {
+    for (std::int64_t i = 0; i < np; ++i) {
+      const std::int64_t m = a.positions[t * a.n_axes + spec.pair_axis(i)];
+      const bool direct = !(std::fabs(static_cast<double>(m)) < kSimdStepLimit);
+      const std::int64_t jj = direct ? 0 : m % kSimdStep;
+      ang[i] = static_cast<double>(m - jj) * theta[i];
+      ang_j[i] = static_cast<double>(jj) * theta[i];
+      j_zero[i] = jj == 0;
+    }
+    trig.sincos(ang.data(), np, 1.0, base_c.data(), base_s.data());
+    trig.sincos(ang_j.data(), np, 1.0, jc_pp.data(), js_pp.data());
+    trig.compose(np, base_c.data(), base_s.data(), jc_pp.data(), js_pp.data(), cb.data(),
+                 sb.data());
+    // j = 0 is the base itself, as in the 1-D path (also keeps the sign of a zero sine).
+    for (std::int64_t i = 0; i < np; ++i)
+      if (j_zero[i]) {
+        cb[i] = base_c[i];
+        sb[i] = base_s[i];
+      }
+    trig.fill(np, scale, half, cb.data(), sb.data(), C.data(), S.data());
+  };
+  auto fill_table = [&](std::int64_t t) {
+    if (stepped && per_pair_positions) return fill_per_axis(t);
+    if (per_pair_positions) {  // real positions
       for (std::int64_t i = 0; i < np; ++i)
         ang[i] = position_of(spec, a, t, spec.pair_axis(i)) * theta[i];
-      if (rd > 0) table(ang.data(), np, 1.0, scale, half, cb.data(), sb.data(), C.data(), S.data());
-    } else {
-      const std::int64_t pos = a.positions[t * a.n_axes];
-      // The table depends on the position only; runs of equal positions reuse it.
-      if (rd > 0 && (t == 0 || pos != a.positions[(t - 1) * a.n_axes]))
-        table(theta.data(), np, static_cast<double>(pos), scale, half, cb.data(), sb.data(),
-              C.data(), S.data());
+      trig.sincos(ang.data(), np, 1.0, cb.data(), sb.data());
+      trig.fill(np, scale, half, cb.data(), sb.data(), C.data(), S.data());
+      return;
     }
+    const std::int64_t pos = a.positions[t * a.n_axes];
+    if (!stepped || !(std::fabs(static_cast<double>(pos)) < kSimdStepLimit)) {
+      trig.sincos(theta.data(), np, static_cast<double>(pos), cb.data(), sb.data());
+      trig.fill(np, scale, half, cb.data(), sb.data(), C.data(), S.data());
+      return;
+    }
+    const std::int64_t j = pos % kSimdStep, m0 = pos - j;
+    if (!have_base || base_m != m0) {
+      trig.sincos(theta.data(), np, static_cast<double>(m0), base_c.data(), base_s.data());
+      base_m = m0;
+      have_base = true;
+    }
+    if (j == 0) {
+      trig.fill(np, scale, half, base_c.data(), base_s.data(), C.data(), S.data());
+      return;
+    }
+    const std::size_t row = static_cast<std::size_t>(j + kSimdStep - 1);
+    double* jc = step_c.data() + row * np;
+    double* js = step_s.data() + row * np;
+    if (!have_step[row]) {
+      trig.sincos(theta.data(), np, static_cast<double>(j), jc, js);
+      have_step[row] = 1;
+    }
+    trig.compose(np, base_c.data(), base_s.data(), jc, js, cb.data(), sb.data());
+    trig.fill(np, scale, half, cb.data(), sb.data(), C.data(), S.data());
+  };
+
+  for (std::int64_t t = 0; t < a.n_tokens; ++t) {
+    // The table depends on the position only; runs of equal 1-D positions reuse it.
+    if (rd > 0 && (per_pair_positions || t == 0 ||
+                   a.positions[t * a.n_axes] != a.positions[(t - 1) * a.n_axes]))
+      fill_table(t);
     const std::int64_t toff = t * a.token_stride;
     if (rd > 0)
       heads(in + toff, out + toff, a.n_heads, a.head_stride, rd, hoff, C.data(), S.data(),
@@ -911,7 +1057,12 @@ class SimdKernel final : public BuiltinKernel {
                 "error <= 2^-53 for |angle| <= 2^28, libm beyond; out_a = fma(x_a, c, x_b*(-s)), "
                 "out_b = fma(x_b, c, x_a*s); table holds scale*cos, scale*sin; scaling variants, "
                 "magnitude and multi-axis angles by the f64 recipe formulas (theta_ladder_f64, "
-                "magnitude_f64), as `scalar`"};
+                "magnitude_f64), as `scalar`" +
+                (d == Dtype::f64 ? std::string()
+                                 : "; f32-table entries by angle addition from sincos(m0 theta) "
+                                   "and sincos(j theta), m = m0 + j, |j| < 16 (trig error <= "
+                                   "6.5 u64)"),
+            d == Dtype::f64 ? 2.0 : kSimdStepTrigError};
   }
   bool extended() const override { return true; }
   KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {

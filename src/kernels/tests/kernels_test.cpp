@@ -578,10 +578,11 @@ TEST_P(PerDtype, SimdPathsAreBitIdentical) {
 }
 
 // The simd kernel computes exactly its declared formula on every path: table entries
-// A(s*cos(m*theta)), A(s*sin(m*theta)) from f64, out_a = fma(x_a, c, x_b*(-s)),
-// out_b = fma(x_b, c, x_a*s) in A, then ONE round-to-nearest-even into storage. The expected value
-// is computed here independently (std::fma, and dtype.cpp's round_to_dtype for f16/bf16 instead of
-// the kernel's F16C / integer bf16 rounding), so this checks the vector conversions too.
+// A(s*cos(m*theta)), A(s*sin(m*theta)) from f64 (for the f32 table by angle addition), out_a =
+// fma(x_a, c, x_b*(-s)), out_b = fma(x_b, c, x_a*s) in A, then ONE round-to-nearest-even into
+// storage. The expected value is computed here independently (std::fma, and dtype.cpp's
+// round_to_dtype for f16/bf16 instead of the kernel's F16C / integer bf16 rounding), so this checks
+// the vector conversions too.
 TEST_P(PerDtype, SimdMatchesDeclaredFormula) {
   const Kernel& k = *find_builtin_kernel("simd");
   for (const std::string& p : available_paths()) {
@@ -594,11 +595,14 @@ TEST_P(PerDtype, SimdMatchesDeclaredFormula) {
                                    {130, 128, 0.8},
                                    {45, 44, 1 + unit_roundoff(d())}}) {
         const RopeSpec spec = make_spec(hd, rd, l, 10000, scale);
-        const std::vector<std::int64_t> pos = {0, 17, 123456, -(std::int64_t{1} << 33)};
+        // Consecutive, isolated, negative and beyond-2^28-angle positions (bases and steps).
+        const std::vector<std::int64_t> pos = {
+            0, 17, 18, 19, 33, 123456, 123457, -3, -(std::int64_t{1} << 33) - 5, 1 << 30};
         const std::int64_t n_heads = 3;
-        Bytes in = random_tensor(d(), 4 * n_heads * hd, rng);
+        const std::int64_t nt = static_cast<std::int64_t>(pos.size());
+        Bytes in = random_tensor(d(), nt * n_heads * hd, rng);
         if (scale != 0.8)
-          for (std::int64_t j = 0; j < 4 * n_heads * hd; ++j)
+          for (std::int64_t j = 0; j < nt * n_heads * hd; ++j)
             set(d(), in, j, std::ldexp((rng() & 1) ? -1.0 : 1.0, static_cast<int>(rng() % 9) - 4));
         const Bytes out = run(k, spec, d(), pos, n_heads, in);
         Bytes expect = in;
@@ -609,8 +613,13 @@ TEST_P(PerDtype, SimdMatchesDeclaredFormula) {
                   static_cast<double>(pos[t]) * std::pow(spec.base, -2.0 * i / spec.rotary_dim);
               // The kernel's own sin/cos is part of its declared formula; its accuracy is
               // checked independently in SimdTrig.WithinDeclaredErrorOfLongDouble.
+              // f32 tables: angle addition from a base and a step (simd_trig.hpp).
               double sn = 0, cs = 0;
-              kernels::simd_sincos(angle, sn, cs);
+              if (d() == Dtype::f64)
+                kernels::simd_sincos(angle, sn, cs);
+              else
+                kernels::simd_step_sincos(std::pow(spec.base, -2.0 * i / spec.rotary_dim), pos[t],
+                                          sn, cs);
               const double cd = spec.scale * cs, sd = spec.scale * sn;
               const auto [ia, ib] = spec.pair(i);
               const std::int64_t o = (t * n_heads + h) * hd;
@@ -789,6 +798,67 @@ TEST(SimdTrig, WithinDeclaredErrorOfLongDouble) {
   RecordProperty("worst_abs_error_in_units_of_2^-53", std::to_string(worst_in / 0x1p-53));
   std::printf("simd_sincos: worst |error| = %.3f * 2^-53 over %zu arguments\n", worst_in / 0x1p-53,
               xs.size());
+}
+
+// The f32 tables' angle-addition entries (simd_step_sincos) are within the declared
+// Policy::trig_error of cos/sin of their angle RN(m0 theta) + RN(j theta) (simd.cpp: the angle
+// part is the bound's product rounding). The exact value is formed in long double by the same
+// addition theorem from sinl/cosl of the two double arguments (each exact), so it is within
+// ~2^-62 at any magnitude. Also shows the bound has teeth: chaining the same products from token
+// to token (c(m+1) from c(m), no bases), as a recurrence kernel would, leaves it.
+TEST(SimdTrig, StepEntriesWithinDeclaredError) {
+  std::mt19937_64 rng(20261129);
+  std::vector<double> thetas;
+  for (int i = 0; i < 64; ++i) thetas.push_back(std::pow(10000.0, -2.0 * i / 128.0));
+  std::uniform_real_distribution<double> lt(-20.0, 0.0);
+  for (int i = 0; i < 64; ++i) thetas.push_back(std::exp2(lt(rng)));
+  std::vector<std::int64_t> ms;
+  for (std::int64_t m = -40; m <= 40; ++m) ms.push_back(m);
+  for (int e : {10, 20, 28, 31, 40, 52})
+    for (int k = 0; k < 24; ++k) {
+      const std::int64_t m = (std::int64_t{1} << e) + static_cast<std::int64_t>(rng() % 4096);
+      ms.push_back(m);
+      ms.push_back(-m);
+    }
+  const double allowed = kernels::kSimdStepTrigError * 0x1p-53 + 0x1p-60;
+  double worst = 0;
+  std::size_t n = 0;
+  for (double th : thetas)
+    for (std::int64_t m : ms) {
+      double s = 0, c = 0;
+      kernels::simd_step_sincos(th, m, s, c);
+      const std::int64_t j = m % kernels::kSimdStep, m0 = m - j;
+      const long double A = static_cast<double>(m0) * th, B = static_cast<double>(j) * th;
+      const long double ce = cosl(A) * cosl(B) - sinl(A) * sinl(B);
+      const long double se = sinl(A) * cosl(B) + cosl(A) * sinl(B);
+      const double err = static_cast<double>(std::max(std::fabs(static_cast<long double>(c) - ce),
+                                                      std::fabs(static_cast<long double>(s) - se)));
+      worst = std::max(worst, err);
+      ++n;
+      ASSERT_LE(err, allowed) << std::hexfloat << "theta=" << th << std::dec << " m=" << m;
+    }
+  std::printf("simd_step_sincos: worst |error| = %.3f * 2^-53 over %zu (theta, m)\n",
+              worst / 0x1p-53, n);
+
+  // Recurrence without bases: c(m+1) = fma(c, jc, -(s js)) with (jc, js) = sincos(theta).
+  double worst_chain = 0;
+  for (double th : thetas) {
+    double c = 1, s = 0, js = 0, jc = 0;
+    kernels::simd_sincos(th, js, jc);
+    for (int m = 1; m <= 256; ++m) {
+      const double c1 = std::fma(c, jc, -(s * js)), s1 = std::fma(s, jc, c * js);
+      c = c1;
+      s = s1;
+      const long double a = static_cast<long double>(m) * th;  // exact: 53 + 9 bits
+      worst_chain =
+          std::max(worst_chain,
+                   static_cast<double>(std::max(std::fabs(static_cast<long double>(c) - cosl(a)),
+                                                std::fabs(static_cast<long double>(s) - sinl(a)))));
+    }
+  }
+  std::printf("chained recurrence (256 steps): worst |error| = %.1f * 2^-53\n",
+              worst_chain / 0x1p-53);
+  EXPECT_GT(worst_chain, allowed);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PerDtype, ::testing::ValuesIn(kAllDtypes),
