@@ -423,10 +423,12 @@ RC_AVX2 inline __m256d o_kbit(__m256d t, int bit) {
   return _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(_mm256_castpd_si256(t), b), b));
 }
 RC_AVX2 inline __m256d o_sel(__m256d m, __m256d a, __m256d b) { return _mm256_blendv_pd(b, a, m); }
-RC_AVX2 inline void sincos_avx2(__m256d x, __m256d& s_out, __m256d& c_out){RC_SINCOS_BODY(__m256d)}
+RC_AVX2 inline void sincos_avx2(__m256d x, __m256d& s_out, __m256d& c_out) {
+  RC_SINCOS_BODY(__m256d);
+}
 
 RC_AVX2
-    void sincos_rows_avx2(const double* theta, std::int64_t np, double m, double* cb, double* sb) {
+void sincos_rows_avx2(const double* theta, std::int64_t np, double m, double* cb, double* sb) {
   const __m256d vm = _mm256_set1_pd(m);
   const __m256d lim = _mm256_set1_pd(kSimdTrigLimit);
   const __m256d absmask = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
@@ -947,8 +949,7 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
   const std::int64_t np = spec.n_pairs(), rd = spec.rotary_dim;
   const bool half = half_style(spec.layout);
   // Pair tables (C[i], S[i]) for half-style heads and for the avx512bf16 interleaved bf16 head.
-  const bool pair_table =
-      half || (std::is_same_v<T, Eigen::bfloat16> && path == Path::avx512bf16 && !half);
+  const bool pair_table = half || (std::is_same_v<T, Eigen::bfloat16> && path == Path::avx512bf16);
   const std::int64_t hoff = half_offset(spec);
   const bool stream = use_streaming_stores<T>(spec, a, path);
   const bool prefetch = is_large<T>(spec, a, path);
