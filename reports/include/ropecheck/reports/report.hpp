@@ -22,7 +22,7 @@
 namespace ropecheck::reports {
 
 // 2: buckets carry mergeable state ("merge"), octaves their exact sum, shard metadata.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // Bad options: the CLI maps this to exit status 2.
 class OptionsError : public std::invalid_argument {
