@@ -975,7 +975,8 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
   // kSimdStep consecutive positions and steps by the whole call, so a run of consecutive
   // positions costs 1/16 of a sincos per token plus the product; a token's entries are still a
   // function of its position alone (TokensAreIndependent). Per-axis integer positions take the
-  // same formula pair by pair (two sincos per token: bit-identical to 1-D when the axes agree).
+  // same formula pair by pair (bases per token, steps from the shared rows: bit-identical to 1-D
+  // when the axes agree).
   // Real positions are not integers: one sincos per angle, as the f64 table always does (its
   // 2 u trig budget is below the composition's 6.5 u; derivation in this file's header).
   constexpr bool kStepped = std::is_same_v<A, float>;
@@ -983,29 +984,40 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
   std::vector<double> base_c(stepped ? np : 0), base_s(stepped ? np : 0);
   std::int64_t base_m = 0;
   bool have_base = false;
-  // 1-D step rows j in (-kSimdStep, kSimdStep), computed when first needed.
+  // Step rows j in (-kSimdStep, kSimdStep) (sincos(j theta_i) for every pair), computed when
+  // first needed and shared by every token of the call, 1-D and per-axis alike.
   std::vector<double> step_c, step_s;
   std::vector<char> have_step;
-  if (stepped && !per_pair_positions) {
+  if (stepped) {
     step_c.resize((2 * kSimdStep - 1) * np);
     step_s.resize((2 * kSimdStep - 1) * np);
     have_step.assign(2 * kSimdStep - 1, 0);
   }
-  // Per-axis: the m0 and j angles of every pair, their sincos, and which pairs have j = 0.
-  std::vector<double> ang_j(stepped && per_pair_positions ? np : 0), jc_pp(ang_j.size()),
-      js_pp(ang_j.size());
-  std::vector<char> j_zero(ang_j.size());
+  auto step_row = [&](std::int64_t j) {
+    const std::size_t row = static_cast<std::size_t>(j + kSimdStep - 1);
+    if (!have_step[row]) {
+      trig.sincos(theta.data(), np, static_cast<double>(j), step_c.data() + row * np,
+                  step_s.data() + row * np);
+      have_step[row] = 1;
+    }
+    return row * static_cast<std::size_t>(np);
+  };
+  // Per-axis: every pair's base angle m0 theta_i (in ang), its step (gathered from the rows) and
+  // whether j = 0. One sincos per token (the bases), as before the angle addition.
+  std::vector<double> jc_pp(stepped && per_pair_positions ? np : 0), js_pp(jc_pp.size());
+  std::vector<char> j_zero(jc_pp.size());
   auto fill_per_axis = [&](std::int64_t t) {
     for (std::int64_t i = 0; i < np; ++i) {
       const std::int64_t m = a.positions[t * a.n_axes + spec.pair_axis(i)];
       const bool direct = !(std::fabs(static_cast<double>(m)) < kSimdStepLimit);
       const std::int64_t jj = direct ? 0 : m % kSimdStep;
       ang[i] = static_cast<double>(m - jj) * theta[i];
-      ang_j[i] = static_cast<double>(jj) * theta[i];
       j_zero[i] = jj == 0;
+      const std::size_t r = jj == 0 ? 0 : step_row(jj);
+      jc_pp[i] = jj == 0 ? 1.0 : step_c[r + i];  // j = 0: replaced by the base below
+      js_pp[i] = jj == 0 ? 0.0 : step_s[r + i];
     }
     trig.sincos(ang.data(), np, 1.0, base_c.data(), base_s.data());
-    trig.sincos(ang_j.data(), np, 1.0, jc_pp.data(), js_pp.data());
     trig.compose(np, base_c.data(), base_s.data(), jc_pp.data(), js_pp.data(), cb.data(),
                  sb.data());
     // j = 0 is the base itself, as in the 1-D path (also keeps the sign of a zero sine).
@@ -1041,14 +1053,9 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, Path path) {
       trig.fill(np, scale, pair_table, base_c.data(), base_s.data(), C.data(), S.data());
       return;
     }
-    const std::size_t row = static_cast<std::size_t>(j + kSimdStep - 1);
-    double* jc = step_c.data() + row * np;
-    double* js = step_s.data() + row * np;
-    if (!have_step[row]) {
-      trig.sincos(theta.data(), np, static_cast<double>(j), jc, js);
-      have_step[row] = 1;
-    }
-    trig.compose(np, base_c.data(), base_s.data(), jc, js, cb.data(), sb.data());
+    const std::size_t r = step_row(j);
+    trig.compose(np, base_c.data(), base_s.data(), step_c.data() + r, step_s.data() + r, cb.data(),
+                 sb.data());
     trig.fill(np, scale, pair_table, cb.data(), sb.data(), C.data(), S.data());
   };
 
