@@ -90,7 +90,10 @@ json spec_json(const RopeSpec& s) {
 const char* recipe_name(AngleRecipe r) {
   return r == AngleRecipe::hf_f32 ? "hf_f32" : "pow_product";
 }
-json policy_json(const Policy& p) {
+
+}  // namespace
+
+nlohmann::ordered_json policy_json(const Policy& p) {
   return {{"angle", name(p.angle)},
           {"table", name(p.table)},
           {"arithmetic", name(p.arithmetic)},
@@ -99,6 +102,8 @@ json policy_json(const Policy& p) {
           {"trig_error", p.trig_error},
           {"notes", p.notes}};
 }
+
+namespace {
 
 // Random inputs: N(0, 1) rounded once into the dtype (activations after a norm layer are O(1)).
 std::vector<double> random_vector(std::mt19937_64& rng, std::int64_t n, Dtype d) {

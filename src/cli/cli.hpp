@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ropecheck/kernel.hpp"
+#include "ropecheck/reports/report.hpp"
 
 #include <map>
 #include <optional>
@@ -27,7 +28,7 @@ std::vector<std::string> split(const std::string& s, char sep, const std::string
 bool parse_int64(const std::string& s, long long& out);
 double parse_finite_double(const std::string& s, const std::string& what);
 
-nlohmann::ordered_json policy_json(const Policy& p);
+using reports::policy_json;  // one definition, shared with the reports
 
 // After a report set is written (`report`, `report --merge`): prints the failed checks and the
 // verdict line, and exits 1 when a check failed (returns on 0).

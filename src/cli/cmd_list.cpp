@@ -8,28 +8,6 @@
 
 namespace ropecheck::cli {
 
-namespace {
-const char* recipe_name(AngleRecipe r) {
-  switch (r) {
-    case AngleRecipe::pow_product:
-      return "pow_product";
-    case AngleRecipe::hf_f32:
-      return "hf_f32";
-  }
-  return "?";
-}
-}  // namespace
-
-nlohmann::ordered_json policy_json(const Policy& p) {
-  return {{"angle", name(p.angle)},
-          {"table", name(p.table)},
-          {"arithmetic", name(p.arithmetic)},
-          {"recipe", recipe_name(p.recipe)},
-          {"fused", p.fused},
-          {"trig_error", p.trig_error},
-          {"notes", p.notes}};
-}
-
 void add_list(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "list", "List built-in kernels (with precision policies), dtypes, layouts");

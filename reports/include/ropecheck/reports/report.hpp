@@ -118,6 +118,9 @@ void write_all(const nlohmann::json& report, const std::filesystem::path& dir);
 // The environment block (compiler and flags, CPU, SIMD path, library versions, git commit).
 nlohmann::json environment();
 
+// A kernel's declared policy as printed in reports, `list --json` and `eval` (field order kept).
+nlohmann::ordered_json policy_json(const Policy& p);
+
 // ---- checks used by the tests (no GTest in this library) ------------------------------------
 // Validates `doc` against the JSON Schema subset used by report.schema.json (type, properties,
 // required, additionalProperties (bool), items, enum, const, minimum, maximum, minItems, $ref to
