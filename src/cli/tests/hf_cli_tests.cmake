@@ -129,22 +129,20 @@ ropecheck_hf_check(axial_neox_pairing 1 "FAIL x -> y token 1 \\(position \\(1,1,
 # ---- unknown / contradictory config fields: exit 2 with the field named, on every subcommand --
 set(_unk "hf-config: unknown field 'betafast' for rope_type 'yarn'")
 set(_contra "hf-config: rope_theta differs between the top level and rope_parameters")
-ropecheck_hf_test(report_unknown_field 2 "${_unk}"
-  report --out ${_hfout}/report_refused --hf-config ${_hf}/unknown_field.json)
-ropecheck_hf_test(validate_unknown_field 2 "${_unk}"
-  validate --plugin ${_bs} --hf-config ${_hf}/unknown_field.json)
-ropecheck_hf_test(check_unknown_field 2 "${_unk}"
-  check --tensors ${_vd}/yarn_good.safetensors --hf-config ${_hf}/unknown_field.json)
-ropecheck_hf_test(eval_unknown_field 2 "${_unk}"
-  eval --dtype f32 --position 1 --input 1 --hf-config ${_hf}/unknown_field.json)
-ropecheck_hf_test(report_contradictory 2 "${_contra}"
-  report --out ${_hfout}/report_refused --hf-config ${_hf}/contradictory.json)
-ropecheck_hf_test(validate_contradictory 2 "${_contra}"
-  validate --plugin ${_bs} --hf-config ${_hf}/contradictory.json)
-ropecheck_hf_test(check_contradictory 2 "${_contra}"
-  check --tensors ${_vd}/yarn_good.safetensors --hf-config ${_hf}/contradictory.json)
-ropecheck_hf_test(eval_contradictory 2 "${_contra}"
-  eval --dtype f32 --position 1 --input 1 --hf-config ${_hf}/contradictory.json)
+foreach(_f unknown_field contradictory)
+  if(_f STREQUAL "unknown_field")
+    set(_msg "${_unk}")
+  else()
+    set(_msg "${_contra}")
+  endif()
+  ropecheck_hf_test(report_${_f} 2 "${_msg}"
+    report --out ${_hfout}/report_refused --hf-config ${_hf}/${_f}.json)
+  ropecheck_hf_test(validate_${_f} 2 "${_msg}" validate --plugin ${_bs} --hf-config ${_hf}/${_f}.json)
+  ropecheck_hf_test(check_${_f} 2 "${_msg}"
+    check --tensors ${_vd}/yarn_good.safetensors --hf-config ${_hf}/${_f}.json)
+  ropecheck_hf_test(eval_${_f} 2 "${_msg}"
+    eval --dtype f32 --position 1 --input 1 --hf-config ${_hf}/${_f}.json)
+endforeach()
 
 # ---- list: the config's spec and which kernel x dtype runs it --------------------------------
 ropecheck_hf_test(list_qwen2_vl 0
