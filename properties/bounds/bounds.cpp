@@ -2,11 +2,12 @@
 //
 // Setting. Pair p = (a, b) of a head vector x, exact output y = s R(phi) x_p with phi = m theta_i,
 // theta_i = base^(-2i/rd). A kernel with Policy {angle precision A (u_A), table precision T (u_T),
-// arithmetic precision R (u_R), recipe, fused} stores yhat into dtype D (u_D). We bound
-// ||yhat - y|| / (s ||x_p||). All "relative" terms below are relative to s ||x_p||; the table
-// stores them divided by u_D. First order throughout; what is dropped is covered by kSlack (see
-// header) and the cross terms that are *not* small (bf16/f16 storage against f32 trig) are kept
-// explicitly in `second_order`.
+// arithmetic precision R (u_R), recipe, fused} stores yhat into dtype D (u_D); A is f32 for the
+// f32 recipes hf_f32 and ladder_f32 whatever the declared angle precision (angle_precision()).
+// We bound ||yhat - y|| / (s ||x_p||). All "relative" terms below are relative to s ||x_p||; the
+// table stores them divided by u_D. First order throughout (except ladder_f32's angle, 1., whose
+// product form is kept); what is dropped is covered by kSlack (see header) and the cross terms
+// that are *not* small (bf16/f16 storage against f32 trig) are kept explicitly in `second_order`.
 //
 // 1. Angle. The kernel rotates by phihat = phi + dphi. Rotations are orthogonal, so
 //      ||R(phihat) x - R(phi) x|| = 2 |sin(dphi/2)| ||x|| <= min(|dphi|, 2) ||x||.
@@ -20,7 +21,39 @@
 //    hf_f32 (HF / vLLM: inv_freq = 1 / base^(float(2i)/float(rd)), angle = float(m) * inv_freq,
 //    all f32, u = 2^-24): the same terms plus the reciprocal (u):
 //      rho = u (|e| ln base + |e| [base not f32] + 2 + 1 + 1 + [|m| > 2^24]).
-//    Both: |m| < 2^53 is exact as a double, so the caller's position is the kernel's.
+//    ladder_f32 (ggml / llama.cpp CPU rope, ggml_rope_cache_init: ts = powf(float(base),
+//    -2.0f/float(dim)), theta = float(m), then theta *= ts once per ladder index; all f32,
+//    u = 2^-24). With (j, dim) = spec.ladder(i) the exact angle is m ts*^j, ts* = base^(-2/dim),
+//    and the kernel's is fl(m) ts^j (1 + d_1) ... (1 + d_j): every error is a factor, so bound the
+//    |ln| of each, with mu = -ln(1 - u) >= |ln(1 + d)| for |d| <= u:
+//      ts = ts* exp(-e1 d ln base) (1 + d_b)^(-e1 (1 + d)) (1 + d_p), e1 = 2/dim:
+//        exponent -2.0f/float(dim) rounded (dim is exact)        e1 ln(base) u
+//        base rounded into f32 when not representable            [base not f32] e1 (1 + u) mu
+//        powf within 1 ulp (<= 2u relative)                      mu_2 = -ln(1 - 2u)
+//      |ln(ts / ts*)| <= lambda, the sum (first order (e1 ln base + [base] e1 + 2) u: pow_product's
+//      terms at i = 1). Then
+//        ts^j                                                    j lambda
+//        the j products theta *= ts, one rounding each           j mu
+//        float(m) when |m| > 2^24                                mu
+//      ts^j carries j e1 ln(b) u = (2j/dim) ln(b) u, pow_product's exponent term, but the pow and
+//      base terms are multiplied by j where pow_product has them once, and so are the roundings.
+//      Scaling (ggml rope_yarn with ext_factor 0: angle = fl(freq_scale * (theta / ff_j))):
+//        linear: freq_scale = 1.0f / float(factor) (llama.cpp reads the factor as an f32 and
+//          inverts it in f32), times theta: [factor not f32] mu + mu + mu;
+//        freq_factors: theta / float(ff_j), freq_scale = 1 exactly: [ff_j not f32] mu + mu.
+//      With n the count of mu terms, |ln(angle / exact)| <= L = j lambda + n mu, hence
+//        rho = e^L - 1 = (1 + rho_ts)^j (1 + u')^n - 1,  1 + rho_ts = e^lambda, 1 + u' = 1/(1 - u),
+//      which bounds both signs (1 - e^-L <= e^L - 1). Evaluated as expm1(L) in double, times
+//      (1 + 2^-40) for the double roundings of that evaluation (a few units of 2^-53). This is the
+//      product form, not the first-order j (rho_ts + u): j reaches 8191 (head_dim 16384), where
+//      j (rho_ts + u) ~ 2^-9 and the dropped (j rho)^2 / 2 is ~2^-10 of the term, kSlack's size.
+//      At j = 0 and |m| <= 2^24 the angle is float(m) = m exactly: rho = 0.
+//      Valid while every intermediate is a normal f32: float(base) finite and the unscaled and
+//      scaled theta_i in [2^-125, 2^127 / |m|] (|m| >= 1); otherwise no angle claim (cap 2).
+//      Other scaling kinds declared ladder_f32 get the table's generic f32 angle (8.: theta'_i
+//      from the f64 formulas rounded into f32, pow_product's terms, one f32 product), as for the
+//      other recipes; ggml's own YaRN ramp evaluation is not that recipe and is not claimed.
+//    All: |m| < 2^53 is exact as a double, so the caller's position is the kernel's.
 //
 // 2. Trig and table. cos/sin are evaluated in the angle precision A, each entry within 2 u_A
 //    absolute. For the C library this is an assumption (documented, not proven here): glibc's
@@ -69,6 +102,7 @@
 //    rho_theta = the relative error of the unscaled theta_i from 1. (with base' for dynamic NTK).
 //    The per-pair factor adds to rho_theta, then the product m theta' rounds once (1.).
 //    linear, freq_factors, longrope: theta / c, one division                     -> + u
+//      (ladder_f32 runs linear and freq_factors in f32 instead: section 1)
 //    dynamic NTK: base' = base * t^(d/(d-2)), t = f L / L0 - (f - 1) (t >= 1):
 //      f L (u), / L0 (u), f - 1 (u |f - 1|), the subtraction (u t):
 //        delta_t = (2u f L/L0 + u |f - 1| + u t) / t
@@ -184,6 +218,32 @@ double yarn_ramp_abs(const RopeSpec& spec) {
   return (2 * el + eh) / dn + 3 * u64;
 }
 
+// Section 1, ladder_f32 unscaled / linear / freq_factors: e^L - 1, or +inf outside the f32
+// normal range the derivation assumes. theta, theta_s: the exact unscaled and scaled theta_i.
+double ladder_f32_rel(const RopeSpec& spec, std::int64_t pair, double theta, double theta_s,
+                      double m) {
+  constexpr double u = 0x1p-24;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (std::isinf(round_to_dtype(spec.base, Dtype::f32)) || std::min(theta, theta_s) < 0x1p-125 ||
+      std::max(theta, theta_s) * std::max(m, 1.0) > 0x1p127)
+    return inf;
+  const double mu = -std::log1p(-u), mu2 = -std::log1p(-2 * u);
+  const auto [j, dim] = spec.ladder(pair);
+  const double e1 = 2.0 / static_cast<double>(dim);
+  const double lambda = e1 * std::log(spec.base) * u +
+                        (exactly_representable(spec.base, Dtype::f32) ? 0.0 : e1 * (1 + u) * mu) +
+                        mu2;
+  double n = static_cast<double>(j) + (m > 0x1p24 ? 1 : 0);
+  const Scaling& sc = spec.scaling;
+  if (sc.kind == ScalingKind::linear)
+    n += (exactly_representable(sc.factor, Dtype::f32) ? 0 : 1) + 2;
+  if (sc.kind == ScalingKind::freq_factors)
+    n += (exactly_representable(sc.freq_factors[static_cast<std::size_t>(pair)], Dtype::f32) ? 0
+                                                                                             : 1) +
+         1;
+  return std::expm1(static_cast<double>(j) * lambda + n * mu) * (1 + 0x1p-40);
+}
+
 }  // namespace
 
 AngleBound angle_error_bound(const Policy& policy, const RopeSpec& spec, std::int64_t pair,
@@ -196,11 +256,17 @@ AngleBound angle_error_bound(const Policy& policy, const RopeSpec& spec, std::in
                                          : theta_ladder_f64(spec)[static_cast<std::size_t>(pair)];
   const double m = std::fabs(position);
   if (m == 0) return a;  // 0 * theta is exactly 0 in every recipe: no angle error at all
+  if (policy.recipe == AngleRecipe::ladder_f32 &&
+      (sc.kind == ScalingKind::none || sc.kind == ScalingKind::linear ||
+       sc.kind == ScalingKind::freq_factors)) {
+    a.rel = ladder_f32_rel(spec, pair, std::pow(spec.base, -e), a.theta, m);
+    a.rad = std::isfinite(a.rel) ? a.rel * m * a.theta : std::numeric_limits<double>::infinity();
+    return a;
+  }
   const bool dyn = sc.kind == ScalingKind::dynamic;
   const double base = dyn ? dynamic_base_f64(spec) : spec.base;
   const double lnb = std::log(base);
-  Precision ap = policy.angle;
-  if (policy.recipe == AngleRecipe::hf_f32) ap = Dtype::f32;
+  const Precision ap = angle_precision(policy);  // f32 for hf_f32 and ladder_f32
   const double uA = unit_roundoff(ap);
   // rho_theta / u_angle: exponent rounding, base rounding (or base' error), pow, [reciprocal].
   double k = e * lnb + (dyn || exactly_representable(spec.base, ap) ? 0.0 : e) + 2;
@@ -237,8 +303,8 @@ PairBound pair_error_bound(const Policy& policy, const RopeSpec& spec, Dtype d, 
                            double position) {
   PairBound b;
   const double uD = unit_roundoff(d);
-  const double uA = unit_roundoff(policy.recipe == AngleRecipe::hf_f32 ? Dtype::f32 : policy.angle);
-  const Precision A = policy.recipe == AngleRecipe::hf_f32 ? Dtype::f32 : policy.angle;
+  const Precision A = angle_precision(policy);  // f32 for hf_f32 and ladder_f32
+  const double uA = unit_roundoff(A);
   const double uT = unit_roundoff(policy.table);
   const double uR = unit_roundoff(policy.arithmetic);
   const int pA = digits(A), pT = digits(policy.table), pR = digits(policy.arithmetic);

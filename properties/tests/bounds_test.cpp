@@ -5,6 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <iomanip>
+#include <iostream>
+#include <random>
+#include <vector>
 
 namespace {
 
@@ -18,6 +23,7 @@ RopeSpec spec128() {
 
 const Policy kF64{Dtype::f64, Dtype::f64, Dtype::f64, AngleRecipe::pow_product, false, ""};
 const Policy kHf{Dtype::f32, Dtype::f32, Dtype::f32, AngleRecipe::hf_f32, false, ""};
+const Policy kLadder{Dtype::f32, Dtype::f32, Dtype::f32, AngleRecipe::ladder_f32, false, ""};
 
 TEST(Bounds, NoAngleTermAtPositionZero) {
   const auto b = bounds::pair_error_bound(kHf, spec128(), Dtype::f32, 5, 0);
@@ -89,6 +95,248 @@ TEST(Bounds, MonotoneInPosition) {
     EXPECT_GE(t, prev);
     prev = t;
   }
+}
+
+// ---- ladder_f32 (ggml / llama.cpp CPU rope), bounds.cpp section 1 ---------------------------
+
+// The recipe as ggml_rope_cache_init + rope_yarn (ext_factor 0) run it, every step in float:
+// ts = powf(base, -2.0f/n_dims), theta = (float)p, theta *= ts per ladder index; then linear
+// scaling multiplies by freq_scale = 1.0f/(float)factor, freq factors divide by (float)ff.
+std::vector<float> ggml_ladder(double base, std::int64_t dim, std::int64_t p, float freq_scale = 1,
+                               const std::vector<double>* ff = nullptr) {
+  const float ts = std::pow(static_cast<float>(base), -2.0f / static_cast<float>(dim));
+  float theta = static_cast<float>(p);
+  std::vector<float> out(static_cast<std::size_t>(dim / 2));
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    const float t = ff ? theta / static_cast<float>((*ff)[j]) : theta;
+    out[j] = freq_scale * t;
+    theta *= ts;
+  }
+  return out;
+}
+
+RopeSpec ladder_spec(double base, std::int64_t dim) {
+  RopeSpec s;
+  s.head_dim = dim;
+  s.base = base;
+  return s.normalized();
+}
+
+// By hand from section 1: L = j lambda + n mu, lambda = e1 ln(b) u + [b] e1 (1+u) mu + mu_2,
+// mu = -ln(1-u), mu_2 = -ln(1-2u); rel = expm1(L) (1 + 2^-40). First order: rel = (j (e1 ln b +
+// [b] e1 + 2) + n) u, within O(u^2) of it for small j.
+TEST(Bounds, LadderF32AngleTermByHand) {
+  const double u = std::ldexp(1.0, -24);
+  const auto s = spec128();  // base 1e4 (an f32), dim 128: e1 = 1/64
+  const double k1 = std::log(1e4) / 64 + 2;
+  // Pair 0: the angle is float(m), exact below 2^24: no angle term at all.
+  const auto b0 = bounds::pair_error_bound(kLadder, s, Dtype::f32, 0, 2048);
+  EXPECT_EQ(b0.angle_detail.rel, 0);
+  EXPECT_EQ(b0.angle, 0);
+  // Above 2^24 float(m) rounds once: u (hf_f32 has 5u there, see above).
+  const auto c0 = bounds::angle_error_bound(kLadder, s, 0, 1 << 25);
+  EXPECT_NEAR(c0.rel, u, 1e-6 * u);
+  EXPECT_GE(c0.rel, u);
+  // Pair 1: ts itself (k1 u) and one product (u).
+  EXPECT_NEAR(bounds::angle_error_bound(kLadder, s, 1, 4095).rel, (k1 + 1) * u, 1e-5 * u);
+  // Pair 63: 63 (k1 + 1) u ~ 198u, 15x hf_f32's (126/128 ln 1e4 + 4) u ~ 13u for the same pair.
+  const double r63 = bounds::angle_error_bound(kLadder, s, 63, 4095).rel;
+  const double first63 = 63 * (k1 + 1) * u;  // first order; the product form adds ~first^2/2
+  EXPECT_NEAR(r63, first63, first63 * first63);
+  EXPECT_GT(r63, 63 * (k1 + 1) * u);  // the product form is above the first-order sum
+  EXPECT_NEAR(bounds::angle_error_bound(kHf, s, 63, 4095).rel,
+              (126.0 / 128 * std::log(1e4) + 4) * u, 1e-9 * u);
+  EXPECT_DOUBLE_EQ(bounds::angle_error_bound(kLadder, s, 63, 4095).rad,
+                   r63 * 4095 * std::pow(1e4, -126.0 / 128));
+  // Above 2^24 one more u.
+  EXPECT_NEAR(bounds::angle_error_bound(kLadder, s, 63, 1 << 25).rel, first63 + u,
+              first63 * first63);
+  // A base that is not an f32 adds e1 u per ladder step.
+  const auto snr = ladder_spec(10000.0 + 1.0 / 3, 128);
+  EXPECT_NEAR(bounds::angle_error_bound(kLadder, snr, 10, 100).rel,
+              10 * (std::log(snr.base) / 64 + 1.0 / 64 + 2 + 1) * u, 1e-4 * u);
+  // linear: freq_scale = 1.0f / float(factor) ([factor not f32] + 1) and its product (1).
+  RopeSpec lin = s;
+  lin.scaling.kind = ScalingKind::linear;
+  lin.scaling.factor = 8;
+  EXPECT_NEAR(bounds::angle_error_bound(kLadder, lin, 5, 100).rel, (5 * (k1 + 1) + 2) * u,
+              1e-4 * u);
+  lin.scaling.factor = 3.3;  // not an f32
+  EXPECT_NEAR(bounds::angle_error_bound(kLadder, lin, 5, 100).rel, (5 * (k1 + 1) + 3) * u,
+              1e-4 * u);
+  // Pair 0 with linear: float(m) exact, then only the scale: 3u (the factor 3.3 is not an f32).
+  EXPECT_NEAR(bounds::angle_error_bound(kLadder, lin, 0, 100).rel, 3 * u, 1e-6 * u);
+  // freq_factors: [ff not f32] + the division.
+  RopeSpec ff = s;
+  ff.scaling.kind = ScalingKind::freq_factors;
+  ff.scaling.freq_factors.assign(64, 2.0);
+  ff.scaling.freq_factors[7] = 1.1;
+  EXPECT_NEAR(bounds::angle_error_bound(kLadder, ff, 5, 100).rel, (5 * (k1 + 1) + 1) * u, 1e-4 * u);
+  EXPECT_NEAR(bounds::angle_error_bound(kLadder, ff, 7, 100).rel, (7 * (k1 + 1) + 2) * u, 1e-4 * u);
+  // Other kinds: the table's generic f32 angle, as pow_product with an f32 angle.
+  RopeSpec ll = s;
+  ll.scaling = llama31_scaling();
+  Policy pf32 = kLadder;
+  pf32.recipe = AngleRecipe::pow_product;
+  EXPECT_EQ(bounds::angle_error_bound(kLadder, ll, 40, 5000).rel,
+            bounds::angle_error_bound(pf32, ll, 40, 5000).rel);
+  // Outside the f32 normal range the derivation assumes: no angle claim (the term is its cap 2).
+  const auto huge = bounds::pair_error_bound(kLadder, ladder_spec(1e39, 8), Dtype::f32, 1, 3);
+  EXPECT_TRUE(std::isinf(huge.angle_detail.rad));
+  EXPECT_EQ(huge.angle, 2 / u);
+}
+
+// head_dim 16384 (kMaxHeadDim): j = 8191 products. The first-order j (rho_ts + u) would drop
+// (j rho)^2 / 2, about 2^-10 of the term here; the table keeps the product form.
+TEST(Bounds, LadderF32KeepsTheProductFormAtLongLadders) {
+  const double u = std::ldexp(1.0, -24);
+  const auto s = ladder_spec(1e6, kMaxHeadDim);
+  const double j = 8191, e1 = 2.0 / kMaxHeadDim;
+  const double first = j * (e1 * std::log(1e6) + 2 + 1) * u;
+  const double rel = bounds::angle_error_bound(kLadder, s, 8191, 1000).rel;
+  EXPECT_GT(rel, first * (1 + first / 4));
+  EXPECT_LT(rel, first * (1 + first));
+  const double mu = -std::log1p(-u);
+  const double lambda = e1 * std::log(1e6) * u - std::log1p(-2 * u);
+  EXPECT_DOUBLE_EQ(rel, std::expm1(j * lambda + j * mu) * (1 + std::ldexp(1.0, -40)));
+}
+
+// A declared angle precision does not matter for the f32 recipes: trig is 2 u_f32 per entry.
+TEST(Bounds, LadderF32IsAnF32AngleInEveryTerm) {
+  Policy p = kLadder;
+  p.angle = Dtype::f64;
+  const auto b = bounds::pair_error_bound(p, spec128(), Dtype::f32, 3, 100);
+  EXPECT_DOUBLE_EQ(b.trig, 2 * std::sqrt(2.0));
+  EXPECT_EQ(b.angle_detail.rel, bounds::angle_error_bound(kLadder, spec128(), 3, 100).rel);
+}
+
+struct LadderSweep {
+  double worst_ratio = 0;  // max observed relative angle error / bound
+  std::string where;
+  double worst_ladder = 0;  // the same over j >= 1 (pair 0 is float(m): its bound u is attained)
+  std::string where_ladder;
+  long n = 0;
+};
+
+// The faithful ggml computation against long double exact angles: p * base^(-2j/dim) [/ c] in
+// long double is within ~2^-62 relatively, 10^-11 of the smallest nonzero bound (~2u); the
+// sampled worst observed / bound is a lower bound of the true worst.
+template <class BoundFn>
+void sweep_ladder(LadderSweep& w, const RopeSpec& s, const std::vector<std::int64_t>& positions,
+                  BoundFn bound) {
+  const Scaling& sc = s.scaling;
+  const float fs = sc.kind == ScalingKind::linear ? 1.0f / static_cast<float>(sc.factor) : 1.0f;
+  const auto* ff = sc.kind == ScalingKind::freq_factors ? &sc.freq_factors : nullptr;
+  for (std::int64_t p : positions) {
+    const auto got = ggml_ladder(s.base, s.rotary_dim, p, fs, ff);
+    for (std::int64_t j = 0; j < s.n_pairs(); ++j) {
+      long double exact =
+          static_cast<long double>(p) * std::pow(static_cast<long double>(s.base),
+                                                 -static_cast<long double>(2 * j) / s.rotary_dim);
+      if (sc.kind == ScalingKind::linear) exact /= sc.factor;
+      if (ff) exact /= (*ff)[static_cast<std::size_t>(j)];
+      const double obs =
+          static_cast<double>(std::fabs((got[static_cast<std::size_t>(j)] - exact) / exact));
+      const double rel = bound(s, j, static_cast<double>(p));
+      ++w.n;
+      if (rel == 0) {
+        EXPECT_EQ(obs, 0) << "j=" << j << " p=" << p;
+        continue;
+      }
+      const double r = obs / rel;
+      if (r <= w.worst_ratio && (j == 0 || r <= w.worst_ladder)) continue;
+      const std::string at = describe(s) + " j=" + std::to_string(j) + " p=" + std::to_string(p);
+      if (r > w.worst_ratio) w.worst_ratio = r, w.where = at;
+      if (j >= 1 && r > w.worst_ladder) w.worst_ladder = r, w.where_ladder = at;
+    }
+  }
+}
+
+std::vector<std::int64_t> ladder_positions() {
+  std::vector<std::int64_t> v = {1,
+                                 2,
+                                 3,
+                                 7,
+                                 255,
+                                 2047,
+                                 4095,
+                                 65535,
+                                 65537,
+                                 131071,
+                                 1048575,
+                                 (1 << 24) - 1,
+                                 1 << 24,
+                                 (1 << 24) + 1,
+                                 (1 << 24) + 3,
+                                 (1 << 25) + 5,
+                                 2147483647,
+                                 2147483648LL - 129,
+                                 2147483648LL,
+                                 -4095,
+                                 -2147483648LL};
+  std::mt19937_64 rng(4242);
+  for (int k = 0; k < 12; ++k)
+    v.push_back(std::int64_t{1} +
+                static_cast<std::int64_t>(rng() % (std::uint64_t{1} << (4 + 2 * k))));
+  return v;
+}
+
+std::vector<RopeSpec> ladder_specs() {
+  std::vector<RopeSpec> v;
+  for (double b : {1e4, 5e5, 1e6, 10000.0 + 1.0 / 3, 3.7, 2.5, 123456.789, 1e7, 1e7 + 0.3})
+    for (std::int64_t d : {2, 4, 6, 8, 16, 32, 64, 80, 96, 128, 256, 512})
+      v.push_back(ladder_spec(b, d));
+  return v;
+}
+
+TEST(Bounds, LadderF32HoldsForTheGgmlComputation) {
+  const auto pos = ladder_positions();
+  const auto ladder = [](const RopeSpec& s, std::int64_t j, double p) {
+    return bounds::angle_error_bound(kLadder, s, j, p).rel;
+  };
+  LadderSweep w;
+  for (const auto& s : ladder_specs()) sweep_ladder(w, s, pos, ladder);
+  // Scaled: linear (f32 factors and not) and GGUF-style freq factors.
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> lf(0, std::log(32.0));
+  for (double b : {1e4, 5e5, 3.7})
+    for (std::int64_t d : {64, 128, 256}) {
+      for (double f : {2.0, 8.0, 3.3, 0.37, 40.0}) {
+        RopeSpec s = ladder_spec(b, d);
+        s.scaling.kind = ScalingKind::linear;
+        s.scaling.factor = f;
+        sweep_ladder(w, s.normalized(), pos, ladder);
+      }
+      RopeSpec s = ladder_spec(b, d);
+      s.scaling.kind = ScalingKind::freq_factors;
+      for (std::int64_t i = 0; i < d / 2; ++i)
+        s.scaling.freq_factors.push_back(i % 3 == 0 ? 4.0 : std::exp(lf(rng)));
+      sweep_ladder(w, s.normalized(), pos, ladder);
+    }
+  std::cout << std::setprecision(9) << "[ladder_f32] " << w.n
+            << " angles, worst observed / ladder_f32 bound = " << w.worst_ratio << " at " << w.where
+            << " (float(m) rounding, attained); over j >= 1: " << w.worst_ladder << " at "
+            << w.where_ladder << "\n";
+  EXPECT_GT(w.n, 100000);
+  EXPECT_LT(w.worst_ratio, 1.0) << w.where;
+  EXPECT_GT(w.worst_ladder, 0.05) << "the bound should not be loose by orders of magnitude";
+}
+
+// The false alarm: the same honest computation exceeds the hf_f32 bound (the understated one),
+// e.g. ~3x at position 4095 for base 1e4, head_dim 128 (the case). The new term is needed.
+TEST(Bounds, LadderF32ExceedsTheHfF32Bound) {
+  const auto hf = [](const RopeSpec& s, std::int64_t j, double p) {
+    return bounds::angle_error_bound(kHf, s, j, p).rel;
+  };
+  LadderSweep w;
+  for (const auto& s : ladder_specs()) sweep_ladder(w, s, ladder_positions(), hf);
+  LadderSweep w128;
+  sweep_ladder(w128, spec128(), {4095}, hf);
+  std::cout << "[ladder_f32] worst observed / hf_f32 bound = " << w.worst_ratio << " at " << w.where
+            << "; base 1e4, dim 128, p = 4095: " << w128.worst_ratio << " at " << w128.where
+            << "\n";
+  EXPECT_GT(w.worst_ratio, 5.0) << w.where;
+  EXPECT_GT(w128.worst_ratio, 2.0) << w128.where;
 }
 
 TEST(Bounds, UnderflowMakesTinyPairsLooser) {

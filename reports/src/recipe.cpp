@@ -11,9 +11,28 @@ namespace {
 // Rounds into an angle precision narrower than f32 (no built-in kernel declares one; kept so a
 // plugin declaring f16/bf16 angles gets a faithful reference too).
 double rd(double v, Precision p) { return round_to_dtype(v, p); }
+
+// ggml_rope_cache_init + rope_yarn (ext_factor 0), every step a float operation.
+float ladder_f32_angle(const RopeSpec& spec, std::int64_t i, std::int64_t m) {
+  const auto [j, dim] = spec.ladder(i);
+  const float ts = std::pow(static_cast<float>(spec.base), -2.0f / static_cast<float>(dim));
+  float theta = static_cast<float>(m);
+  for (std::int64_t k = 0; k < j; ++k) theta *= ts;
+  const Scaling& sc = spec.scaling;
+  if (sc.kind == ScalingKind::linear) return (1.0f / static_cast<float>(sc.factor)) * theta;
+  if (sc.kind == ScalingKind::freq_factors)
+    return theta / static_cast<float>(sc.freq_factors[static_cast<std::size_t>(i)]);
+  return theta;
+}
+bool ladder_f32_faithful(const Policy& p, const RopeSpec& spec) {
+  const ScalingKind k = spec.scaling.kind;
+  return p.recipe == AngleRecipe::ladder_f32 &&
+         (k == ScalingKind::none || k == ScalingKind::linear || k == ScalingKind::freq_factors);
+}
 }  // namespace
 
 double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::int64_t m) {
+  if (p.recipe == AngleRecipe::ladder_f32) return static_cast<double>(ladder_f32_angle(spec, i, m));
   if (p.recipe == AngleRecipe::hf_f32) {
     const float base_f = static_cast<float>(spec.base);
     const float rd_f = static_cast<float>(spec.rotary_dim);
@@ -44,7 +63,15 @@ double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::
 }
 
 int recipe_key(const Policy& p) {
-  return p.recipe == AngleRecipe::hf_f32 ? 100 : static_cast<int>(p.angle);
+  switch (p.recipe) {
+    case AngleRecipe::hf_f32:
+      return 100;
+    case AngleRecipe::ladder_f32:
+      return 101;
+    case AngleRecipe::pow_product:
+      break;
+  }
+  return static_cast<int>(p.angle);
 }
 
 Trig exact_trig(const RopeSpec& spec, std::int64_t m) {
@@ -63,11 +90,14 @@ Trig recipe_trig(const Policy& p, const RopeSpec& spec, std::int64_t m) {
   // Scaling variants and the newer layouts: the built-in kernels take theta'_i from the spec's
   // f64 formulas (theta_ladder_f64) and form m * theta'_i in their angle precision; that is the
   // recipe reproduced here (a declared f32 angle rounds theta'_i and the product to f32, hf_f32
-  // is treated as an f32 angle). Multi-axis specs are reported with one position per token.
-  if (spec.scaling.kind != ScalingKind::none ||
-      (spec.layout != Layout::interleaved && spec.layout != Layout::half)) {
+  // and ladder_f32 are treated as f32 angles). ladder_f32 is reproduced exactly instead on every
+  // layout unscaled and with linear / freq_factors (ggml's, see recipe_angle). Multi-axis specs
+  // are reported with one position per token.
+  if (!ladder_f32_faithful(p, spec) &&
+      (spec.scaling.kind != ScalingKind::none ||
+       (spec.layout != Layout::interleaved && spec.layout != Layout::half))) {
     const auto th = theta_ladder_f64(spec);
-    const Precision ap = p.recipe == AngleRecipe::hf_f32 ? Dtype::f32 : p.angle;
+    const Precision ap = angle_precision(p);
     for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
       const double theta = rd(th[static_cast<std::size_t>(i)], ap);
       const Mp a = ref::exact(rd(rd(static_cast<double>(m), ap) * theta, ap));

@@ -87,19 +87,11 @@ json spec_json(const RopeSpec& s) {
   return j;
 }
 
-const char* recipe_name(AngleRecipe r) {
-  return r == AngleRecipe::hf_f32 ? "hf_f32" : "pow_product";
-}
-
 }  // namespace
 
 nlohmann::ordered_json policy_json(const Policy& p) {
-  return {{"angle", name(p.angle)},
-          {"table", name(p.table)},
-          {"arithmetic", name(p.arithmetic)},
-          {"recipe", recipe_name(p.recipe)},
-          {"fused", p.fused},
-          {"trig_error", p.trig_error},
+  return {{"angle", name(p.angle)},   {"table", name(p.table)}, {"arithmetic", name(p.arithmetic)},
+          {"recipe", name(p.recipe)}, {"fused", p.fused},       {"trig_error", p.trig_error},
           {"notes", p.notes}};
 }
 

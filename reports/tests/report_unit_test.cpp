@@ -225,6 +225,89 @@ TEST(ReportRecipe, RecipeFaithfulReferenceLeavesOnlyTableAndArithmeticError) {
   }
 }
 
+// ladder_f32: the recipe-faithful angle is ggml's f32 ladder bit for bit. Transcribed here the
+// way ggml_rope_cache_init walks it (i0 in steps of 2, theta *= theta_scale after each pair,
+// rope_yarn's freq_scale * (theta / ff)), on every layout's ladder (axial restarts per section),
+// unscaled, linear and freq_factors; recipe_trig uses those angles, the generic f32 path for
+// the other kinds; the angles lie within the bound table's ladder_f32 angle term.
+TEST(ReportRecipe, LadderF32IsGgmlsFloatLadderBitForBit) {
+  ref::set_precision_bits(160);
+  const Policy pol{Dtype::f32, Dtype::f32, Dtype::f32, AngleRecipe::ladder_f32, false, ""};
+  const auto ggml_cache = [](const RopeSpec& s, std::int64_t dim, std::int64_t first,
+                             std::int64_t n, std::int64_t p) {
+    const Scaling& sc = s.scaling;
+    const float theta_scale = powf(static_cast<float>(s.base), -2.0f / static_cast<float>(dim));
+    const float freq_scale =
+        sc.kind == ScalingKind::linear ? 1.0f / static_cast<float>(sc.factor) : 1.0f;
+    std::vector<float> angles;
+    float theta = static_cast<float>(p);
+    for (std::int64_t i0 = 0; i0 < 2 * n; i0 += 2) {
+      const float ff = sc.kind == ScalingKind::freq_factors
+                           ? static_cast<float>(sc.freq_factors[first + i0 / 2])
+                           : 1.0f;
+      angles.push_back(freq_scale * (theta / ff));
+      theta *= theta_scale;
+    }
+    return angles;
+  };
+  std::vector<RopeSpec> specs;
+  for (double base : {1e4, 5e5, 3.7})
+    for (std::int64_t hd : {8, 64, 128, 256}) {
+      RopeSpec s;
+      s.head_dim = hd;
+      s.base = base;
+      s.layout = hd == 64 ? Layout::half : Layout::interleaved;
+      specs.push_back(s.normalized());
+      s.scaling.kind = ScalingKind::linear;
+      s.scaling.factor = hd == 128 ? 3.3 : 8;
+      specs.push_back(s.normalized());
+      s.scaling = {};
+      s.scaling.kind = ScalingKind::freq_factors;
+      for (std::int64_t i = 0; i < hd / 2; ++i) s.scaling.freq_factors.push_back(1 + 0.37 * i);
+      specs.push_back(s.normalized());
+    }
+  RopeSpec ax;  // axial 2-D: two ladders, base^(-2j/(2 sections[a]))
+  ax.head_dim = 24;
+  ax.layout = Layout::axial;
+  ax.sections = {4, 8};
+  specs.push_back(ax.normalized());
+  for (const RopeSpec& s : specs)
+    for (std::int64_t m : {1LL, 4095LL, 70001LL, 16777219LL, 2147483647LL, -300LL}) {
+      const detail::Trig tr = detail::recipe_trig(pol, s, m);
+      std::int64_t first = 0;
+      const std::vector<std::int64_t> sections =
+          s.layout == Layout::axial ? s.sections : std::vector<std::int64_t>{s.n_pairs()};
+      for (std::int64_t n : sections) {
+        const auto want = ggml_cache(s, s.ladder(first).second, first, n, m);
+        for (std::int64_t k = 0; k < n; ++k) {
+          const std::int64_t i = first + k;
+          const double got = detail::recipe_angle(pol, s, i, m);
+          EXPECT_EQ(got, static_cast<double>(want[k])) << describe(s) << " m=" << m << " i=" << i;
+          EXPECT_TRUE(tr.c[i] == cos(ref::exact(got)) && tr.s[i] == sin(ref::exact(got)))
+              << describe(s) << " m=" << m << " i=" << i;
+          const auto ab = bounds::angle_error_bound(pol, s, i, static_cast<double>(m));
+          const double err =
+              static_cast<double>(abs(ref::exact(got) - ref::angle(s, i, ref::Mp(m))));
+          EXPECT_LE(err, ab.rad * (1 + bounds::kSlack)) << describe(s) << " m=" << m << " i=" << i;
+        }
+        first += n;
+      }
+    }
+  // Its own key (its angles are neither hf_f32's nor an f32 pow_product's).
+  Policy hf = pol, pf = pol;
+  hf.recipe = AngleRecipe::hf_f32;
+  pf.recipe = AngleRecipe::pow_product;
+  EXPECT_NE(detail::recipe_key(pol), detail::recipe_key(hf));
+  EXPECT_NE(detail::recipe_key(pol), detail::recipe_key(pf));
+  const RopeSpec& s128 = specs[6];  // base 1e4, head_dim 128, unscaled
+  EXPECT_NE(detail::recipe_angle(pol, s128, 40, 4095), detail::recipe_angle(hf, s128, 40, 4095));
+  // Other kinds: the generic f32 path, the same as an f32 pow_product's.
+  RopeSpec ll = s128;
+  ll.scaling = llama31_scaling();
+  const auto a = detail::recipe_trig(pol, ll, 70001), b = detail::recipe_trig(pf, ll, 70001);
+  for (std::int64_t i = 0; i < ll.n_pairs(); ++i) EXPECT_TRUE(a.c[i] == b.c[i] && a.s[i] == b.s[i]);
+}
+
 TEST(ReportSchema, ValidatorAcceptsAndRejects) {
   const json schema = json::parse(R"({
     "type": "object", "required": ["a", "n"], "additionalProperties": false,

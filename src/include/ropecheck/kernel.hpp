@@ -7,7 +7,10 @@
 #include "ropecheck/spec.hpp"
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ropecheck {
@@ -23,7 +26,16 @@ enum class AngleRecipe : int {
   pow_product = 0,
   // HF / vLLM: inv_freq = 1 / base^(arange(0, rd, 2) / rd) in f32, angle = f32(m) * inv_freq.
   hf_f32 = 1,
+  // ggml / llama.cpp CPU rope (ggml_rope_cache_init), all in f32, with (j, dim) = spec.ladder(i):
+  //   theta_scale = powf(float(base), -2.0f / float(dim)); theta = float(m); then for each ladder
+  //   index in order theta *= theta_scale, so pair j's angle is fl(...fl(fl(m) * ts) ... * ts)
+  //   with j roundings (pair 0: float(m) itself). linear: angle = fl(freq_scale * theta) with
+  //   freq_scale = 1.0f / float(factor); freq_factors: angle = fl(theta / float(ff_j)).
+  ladder_f32 = 2,
 };
+// "pow_product", "hf_f32", "ladder_f32" (the names of reports, `check` and the plugin docs).
+const char* name(AngleRecipe r);
+std::optional<AngleRecipe> parse_angle_recipe(std::string_view s);
 
 // Declared precision policy, as data: what the bounds are derived from and what reports print.
 struct Policy {
@@ -39,6 +51,13 @@ struct Policy {
   // addition) declares its derived figure. Enters the bound's trig term (bounds.cpp, section 2).
   double trig_error = 2;
 };
+
+// The precision the recipe's angle is computed in: f32 for the f32 recipes (hf_f32, ladder_f32)
+// whatever `angle` says, else `angle`. Bounds, properties and reports all ask this.
+inline Precision angle_precision(const Policy& p) {
+  return p.recipe == AngleRecipe::hf_f32 || p.recipe == AngleRecipe::ladder_f32 ? Dtype::f32
+                                                                                : p.angle;
+}
 
 // One call: n_tokens x n_heads vectors of head_dim elements. Element (t, h, j) is at
 // base + t * token_stride + h * head_stride + j (strides in elements). `out` may equal `in`
@@ -62,6 +81,25 @@ struct TensorArgs {
 
 enum class KernelStatus : int { ok = 0, unsupported = 1, error = 2 };
 
+// What a kernel declares it can be called with, beyond supports(spec, dtype) (which decides dtype,
+// layout, scaling kind and shape). Declarations are contracts: every property draws its cases
+// inside the domain, and a call inside it that returns `unsupported` is a declaration mismatch
+// (a failure), never a skipped case. The defaults are an unrestricted kernel.
+struct Domain {
+  // The head dims the kernel takes (empty: any head_dim; supports() may still filter). Most
+  // production kernels take a short list (flash-attn, vLLM, TensorRT-LLM: 64, 128, 256, ...).
+  std::vector<std::int64_t> head_dims;
+  // Every position passed (every axis) lies in [min_position, max_position]: e.g. int32 positions,
+  // or non-negative ones only (then no inverse rotation and no negative KV-cache shift is asked).
+  std::int64_t min_position = std::numeric_limits<std::int64_t>::min();
+  std::int64_t max_position = std::numeric_limits<std::int64_t>::max();
+  bool magnitude_scale = true;  // spec.scale != 1 may be passed (else scale is exactly 1)
+  bool in_place = true;         // out == in may be passed
+  // K_half(P x) == P K_interleaved(x) bit for bit (the same operations per pair, only the indexing
+  // differs); otherwise LayoutsArePermutations compares within the derived pair bound.
+  bool layouts_bitwise_symmetric = false;
+};
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -69,8 +107,10 @@ class Kernel {
   virtual std::string description() const = 0;
   virtual Policy policy(Dtype d) const = 0;
   virtual bool supports(const RopeSpec& spec, Dtype d) const = 0;
-  // spec is normalized. Returns unsupported (skip, not fail) when !supports(spec, dtype).
+  // spec is normalized. Returns unsupported when !supports(spec, dtype); inside the declared
+  // domain (supports() true, Domain respected) unsupported is a declaration mismatch.
   virtual KernelStatus apply(const RopeSpec& spec, const TensorArgs& args) const = 0;
+  virtual Domain domain() const { return {}; }
 };
 
 // Built-in kernels: scalar, table_f32, simd, complex (registry order).

@@ -22,7 +22,9 @@
 namespace ropecheck::reports {
 
 // 2: buckets carry mergeable state ("merge"), octaves their exact sum, shard metadata.
-inline constexpr int kSchemaVersion = 3;
+// 3: the policy's trig_error; simd_path avx512bf16.
+// 4: the policy's recipe may be ladder_f32 (ggml / llama.cpp).
+inline constexpr int kSchemaVersion = 4;
 
 // Bad options: the CLI maps this to exit status 2.
 class OptionsError : public std::invalid_argument {
