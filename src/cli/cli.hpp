@@ -44,6 +44,18 @@ struct HfConfigArg {
 // Adds both options to cmd; `what` is --hf-config's help text. Returns the --hf-config option.
 CLI::Option* add_hf_config_options(CLI::App* cmd, HfConfigArg& arg, const std::string& what);
 
+// The run-time sequence length of dynamic NTK and LongRoPE where the positions are known (`eval`,
+// `check`). Transformers builds the table for seq_len = max(position_ids) + 1 at run time (the max
+// over every token, batch row and axis), so for these two kinds only: a spec without a seq_len
+// (0 = not given) takes max_position + 1 (left at 0 when that is <= 0), and an explicit seq_len
+// smaller than max_position + 1 is refused (UsageError naming the seq_len, the position and
+// `seq_len_from`, where the seq_len came from: a token at position p implies a length > p).
+// Other kinds are returned unchanged. max_position_text, when given, is how the largest position
+// is written in messages (eval's fractional positions).
+RopeSpec with_runtime_seq_len(RopeSpec spec, std::int64_t max_position,
+                              const std::string& seq_len_from,
+                              const std::string& max_position_text = "");
+
 // The whole app (all subcommands) and the exit-code mapping of main(): parse errors, bad usage and
 // bad input -> 2 with a message on stderr, other exceptions -> 3.
 void add_all(CLI::App& app);

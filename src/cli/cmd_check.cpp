@@ -24,7 +24,10 @@
 //     factor                              linear, dynamic, yarn, llama3        (default 1)
 //     original_max_position_embeddings    yarn, llama3, longrope
 //     max_position_embeddings             dynamic (L0), longrope
-//     seq_len                             dynamic, longrope: the current sequence length
+//     seq_len                             dynamic, longrope: the current sequence length;
+//                                         default max(position) + 1 (transformers' run-time
+//                                         length), a smaller one exits 2; also taken with
+//                                         --hf-config when --seq-len is not given
 //     beta_fast, beta_slow                yarn (32, 1)
 //     truncate                            yarn: true (default) | false
 //     mscale, mscale_all_dim              yarn (DeepSeek), default 0 = not given
@@ -35,7 +38,8 @@
 //   tensor_layout    td | thd | bhtd | bthd (b batch, h heads, t tokens, d head_dim);
 //                    default by rank: 2 -> td, 3 -> thd, 4 -> bhtd (HF's [batch, heads, seq, dim])
 //   angle_precision, table_precision, arithmetic_precision   f64|f32|f16|bf16, default f32
-//   angle_recipe     hf_f32 (default: HF/vLLM inv_freq and f32(m) * inv_freq) | pow_product
+//   angle_recipe     hf_f32 (default: HF/vLLM inv_freq and f32(m) * inv_freq) | pow_product |
+//                    ladder_f32 (ggml/llama.cpp CPU: f32 theta *= powf(base, -2/dim) per pair)
 //   fused            true | false (default false)
 // The defaults describe the common production recipe (HF rotate_half in f32): declaring a
 // tighter policy than the kernel really has makes honest results fail, a looser one hides bugs.
@@ -44,6 +48,7 @@
 // [axes, batch, tokens]; a 1-D positions tensor then drives every axis (t = h = w).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -94,10 +99,13 @@ struct Resolved {
   RopeSpec spec;
   Policy policy;
   std::string tensor_layout;
+  std::string seq_len_from;  // where an explicit seq_len came from; empty: none given
 };
 
+// keys_seq_len_from: how messages name the keys' seq_len (its file).
 Resolved resolve(const Keys& k, std::int64_t last_dim, std::size_t rank,
-                 const std::optional<RopeSpec>& hf = std::nullopt) {
+                 const std::optional<RopeSpec>& hf = std::nullopt,
+                 const std::string& keys_seq_len_from = "the spec keys") {
   static const std::set<std::string> known = {"layout",
                                               "head_dim",
                                               "rotary_dim",
@@ -203,11 +211,26 @@ Resolved resolve(const Keys& k, std::int64_t last_dim, std::size_t rank,
     sc.long_factor = get_list("long_factor");
     sc.freq_factors = get_list("freq_factors");
     r.spec = s.normalized();  // SpecError -> exit 2
-    if (hf && !(r.spec == *hf))
-      throw UsageError("the spec keys describe " + describe(r.spec) + " but --hf-config gives " +
-                       describe(*hf));
-  } else {
-    r.spec = *hf;
+  }
+  // seq_len (dynamic, longrope) may come from the keys or --seq-len; given by one only, it is the
+  // spec's (also when the keys give no layout); given by both, it must agree.
+  const std::int64_t keys_seq_len = get_int("seq_len", 0);
+  if (keys_seq_len != 0) r.seq_len_from = keys_seq_len_from;
+  if (hf) {
+    RopeSpec h = *hf;
+    if (h.scaling.seq_len != 0 && keys_seq_len == 0) r.seq_len_from = "--seq-len";
+    if (h.scaling.seq_len == 0) h.scaling.seq_len = keys_seq_len;
+    if (!lay) {
+      if (h.scaling.seq_len != keys_seq_len && keys_seq_len != 0)
+        throw UsageError("seq_len " + std::to_string(keys_seq_len) + " from " + keys_seq_len_from +
+                         " contradicts --seq-len " + std::to_string(h.scaling.seq_len));
+      r.spec = h.normalized();  // a seq_len from the keys is validated too
+    } else {
+      if (r.spec.scaling.seq_len == 0) r.spec.scaling.seq_len = h.scaling.seq_len;
+      if (!(r.spec == h))
+        throw UsageError("the spec keys describe " + describe(r.spec) + " but --hf-config gives " +
+                         describe(h));
+    }
   }
   if (r.spec.head_dim != last_dim)
     throw UsageError("head_dim " + std::to_string(r.spec.head_dim) +
@@ -218,12 +241,11 @@ Resolved resolve(const Keys& k, std::int64_t last_dim, std::size_t rank,
   r.policy.arithmetic = parse_precision(k, "arithmetic_precision");
   r.policy.recipe = AngleRecipe::hf_f32;
   if (const auto* rc = get("angle_recipe")) {
-    if (*rc == "hf_f32")
-      r.policy.recipe = AngleRecipe::hf_f32;
-    else if (*rc == "pow_product")
-      r.policy.recipe = AngleRecipe::pow_product;
-    else
-      throw UsageError("angle_recipe must be hf_f32 or pow_product (got '" + *rc + "')");
+    const auto recipe = parse_angle_recipe(*rc);
+    if (!recipe)
+      throw UsageError("angle_recipe must be hf_f32, pow_product or ladder_f32 (got '" + *rc +
+                       "')");
+    r.policy.recipe = *recipe;
   }
   if (const auto* fu = get("fused")) {
     if (*fu != "true" && *fu != "false") throw UsageError("fused must be true or false");
@@ -303,11 +325,60 @@ std::string fmt(double v, int prec = 4) {
   return o.str();
 }
 
+// The shortest text that reads back as v ("2", "0.1").
+std::string fmt_shortest(double v) {
+  for (int prec = 1;; ++prec) {
+    std::string t = fmt(v, prec);
+    if (prec >= 17 || !std::isfinite(v) || std::strtod(t.c_str(), nullptr) == v) return t;
+  }
+}
+
+// a and b with the fewest significant digits (at least `prec`) that tell them apart when they
+// differ: 17 digits tell any two doubles apart.
+std::pair<std::string, std::string> fmt_apart(double a, double b, int prec = 4) {
+  for (;; ++prec) {
+    std::string sa = fmt(a, prec), sb = fmt(b, prec);
+    if (sa != sb || prec >= 17 || a == b || (std::isnan(a) && std::isnan(b))) return {sa, sb};
+  }
+}
+
+// A recorded output and the exact value it is compared with, apart as above; beyond 17 digits
+// (the exact value is not a double) both are written from their exact values.
+std::pair<std::string, std::string> fmt_got_expected(double got, const ref::Mp& expected) {
+  auto s = fmt_apart(got, static_cast<double>(expected), 9);
+  if (s.first != s.second || !std::isfinite(got) || ref::exact(got) == expected) return s;
+  for (int prec = 18;; ++prec) {
+    s = {ref::to_decimal(ref::exact(got), prec), ref::to_decimal(expected, prec)};
+    if (s.first != s.second || prec >= 60) return s;
+  }
+}
+
+// Why a pair failed: "error E u > bound B u" with digits enough to tell E from B, in absolute
+// terms when the pair's scale (unit = |s| |x_pair| u) is 0 or the division makes E and B equal;
+// NaN and infinite errors said as such.
+std::string exceeded(double err, double bound, double unit, bool got_nan, bool got_inf) {
+  if (std::isnan(err)) return got_nan ? "error is NaN (got a NaN output)" : "error is NaN";
+  if (std::isinf(err))
+    return got_inf ? "error is infinite (got an infinite output)" : "error is infinite";
+  if (std::isnan(bound)) return "bound is NaN (error " + fmt(err, 17) + ")";
+  if (unit > 0) {
+    const auto [e, b] = fmt_apart(err / unit, bound / unit);
+    if (e != b) return "error " + e + " u > bound " + b + " u";
+  }
+  const auto [e, b] = fmt_apart(err, bound);
+  return "error " + e + " > bound " + b + " (absolute" +
+         (unit > 0 ? ", both " + fmt(err / unit, 17) + " u" : ", the input pair is zero") + ")";
+}
+
+// v replaces the running maximum cur: larger, or NaN (the first NaN stays).
+bool worse(double v, double cur) { return !std::isnan(cur) && (std::isnan(v) || v > cur); }
+
 struct PairResult {
   std::string name;  // "x -> y"
   std::int64_t vectors = 0, checked = 0, skipped_nonfinite = 0, failures = 0;
+  // Each maximum with its own location (vector and pair); empty when nothing was checked.
   double max_err_u = 0, max_util = 0;
-  std::string worst;
+  std::string max_err_at, max_util_at;
   std::vector<std::string> located;  // first failures
 };
 
@@ -377,10 +448,20 @@ PairResult check_pair(const std::string& label, const tio::Tensor& x, const tio:
       if (static_cast<int>(res.located.size()) < max_failures)
         res.located.push_back("FAIL " + label + " " + where.str() + ", " + what);
     };
-    for (std::int64_t j = spec.rotary_dim; j < spec.head_dim; ++j)
-      if (bits_of(xv[j], *d) != bits_of(yv[j], *d))
-        fail("pass-through element " + std::to_string(j) + " changed: got " + fmt(yv[j], 9) +
-             ", input " + fmt(xv[j], 9));
+    for (std::int64_t j = spec.rotary_dim; j < spec.head_dim; ++j) {
+      const std::uint64_t gb = bits_of(yv[j], *d), ib = bits_of(xv[j], *d);
+      if (gb == ib) continue;
+      auto [gs, is] = fmt_apart(yv[j], xv[j], 9);
+      if (gs == is) {  // NaN payloads: the bits tell them apart
+        std::ostringstream h;
+        h << std::hex << " (bits 0x" << gb << ")";
+        gs += h.str();
+        h.str("");
+        h << std::hex << " (bits 0x" << ib << ")";
+        is += h.str();
+      }
+      fail("pass-through element " + std::to_string(j) + " changed: got " + gs + ", input " + is);
+    }
     const auto exact =
         multi ? ref::apply_blocked(spec, mp, xv) : ref::apply_blocked(spec, mp[0], xv);
     for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
@@ -395,23 +476,39 @@ PairResult check_pair(const std::string& label, const tio::Tensor& x, const tio:
       const double bound = pb.abs(scaled_norm);
       const double err_u = scaled_norm > 0 ? err / (scaled_norm * u) : (err > 0 ? INFINITY : 0);
       const double util = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0);
-      if (!(util <= res.max_util) || res.worst.empty()) {
-        if (!(util <= res.max_util)) res.max_util = util;
-        res.worst = where.str() + ", pair " + std::to_string(i);
+      const std::string at = where.str() + ", pair " + std::to_string(i);
+      if (worse(util, res.max_util) || res.max_util_at.empty()) {
+        res.max_util = util;
+        res.max_util_at = at;
       }
-      if (!(err_u <= res.max_err_u)) res.max_err_u = err_u;
+      if (worse(err_u, res.max_err_u) || res.max_err_at.empty()) {
+        res.max_err_u = err_u;
+        res.max_err_at = at;
+      }
       if (!(err <= bound)) {
-        std::ostringstream o;
-        o << "pair " << i << " (elements " << a << ", " << b << "): error " << fmt(err_u)
-          << " u > bound " << fmt(scaled_norm > 0 ? bound / (scaled_norm * u) : bound)
-          << " u; got (" << fmt(yv[a], 9) << ", " << fmt(yv[b], 9) << "), expected ("
-          << fmt(static_cast<double>(exact[a]), 9) << ", " << fmt(static_cast<double>(exact[b]), 9)
-          << ")";
-        fail(o.str());
+        const auto ga = fmt_got_expected(yv[a], exact[a]);
+        const auto gb = fmt_got_expected(yv[b], exact[b]);
+        fail("pair " + std::to_string(i) + " (elements " + std::to_string(a) + ", " +
+             std::to_string(b) + "): " +
+             exceeded(err, bound, scaled_norm * u, std::isnan(yv[a]) || std::isnan(yv[b]),
+                      std::isinf(yv[a]) || std::isinf(yv[b])) +
+             "; got (" + ga.first + ", " + gb.first + "), expected (" + ga.second + ", " +
+             gb.second + ")");
       }
     }
   }
   return res;
+}
+
+// Dynamic NTK and LongRoPE: seq_len = max(position) + 1 over every element of the positions
+// tensor (all tokens, batch rows and axes) unless one is given, which must not be smaller.
+RopeSpec runtime_seq_len(const RopeSpec& spec, const tio::Tensor& pos,
+                         const std::string& seq_len_from) {
+  if ((pos.type != tio::ElemType::i64 && pos.type != tio::ElemType::i32) || pos.numel() == 0)
+    return spec;  // refused (type) or nothing to check (no tokens) further on
+  std::int64_t m = pos.get_int(0);
+  for (std::int64_t i = 1; i < pos.numel(); ++i) m = std::max(m, pos.get_int(i));
+  return with_runtime_seq_len(spec, m, seq_len_from.empty() ? "--seq-len" : seq_len_from);
 }
 
 void run_check(const CheckOptions& o) {
@@ -460,8 +557,10 @@ void run_check(const CheckOptions& o) {
   } catch (const tio::FormatError& e) {
     throw UsageError(e.what());
   }
-  if (!o.spec.empty())
-    for (const auto& [k, v] : read_spec_json(o.spec)) keys[k] = v;
+  const Keys spec_keys = o.spec.empty() ? Keys{} : read_spec_json(o.spec);
+  for (const auto& [k, v] : spec_keys) keys[k] = v;
+  const std::string keys_seq_len_from =
+      spec_keys.count("seq_len") ? "--spec '" + o.spec + "'" : "__metadata__ of '" + source + "'";
 
   const auto& x0 = pairs.front().second.first;
   if (x0.shape.empty()) throw UsageError("tensor '" + x0.name + "' is a scalar");
@@ -472,33 +571,44 @@ void run_check(const CheckOptions& o) {
                        " does not match the last dimension of the tensors (" +
                        std::to_string(x0.shape.back()) + ")");
   }
-  const Resolved r = resolve(keys, x0.shape.back(), x0.shape.size(), hf);
+  Resolved r = resolve(keys, x0.shape.back(), x0.shape.size(), hf, keys_seq_len_from);
+  const std::int64_t given_seq_len = r.spec.scaling.seq_len;
+  r.spec = runtime_seq_len(r.spec, pos, r.seq_len_from);
   const auto d = dtype_of_elem(x0.type);
   if (!d) throw UsageError("tensor '" + x0.name + "' must be F64/F32/F16/BF16, is " + x0.type_name);
   ref::set_precision_bits(ref::default_bits(*d));
 
   std::cout << "ropecheck check: " << source << "\n"
             << "spec: " << describe(r.spec) << ", dtype " << name(*d) << ", tensor_layout "
-            << r.tensor_layout << "\n"
-            << "declared policy: angle " << name(r.policy.angle) << ", table "
+            << r.tensor_layout << "\n";
+  if (given_seq_len == 0 && r.spec.scaling.seq_len != 0)
+    std::cout << "seq_len " << r.spec.scaling.seq_len
+              << " = max(position) + 1, the length transformers computes at run time (none "
+                 "given)\n";
+  std::cout << "declared policy: angle " << name(r.policy.angle) << ", table "
             << name(r.policy.table) << ", arithmetic " << name(r.policy.arithmetic) << ", recipe "
-            << (r.policy.recipe == AngleRecipe::hf_f32 ? "hf_f32" : "pow_product")
-            << (r.policy.fused ? ", fused" : "") << "\n\n";
+            << name(r.policy.recipe) << ", fused " << (r.policy.fused ? "true" : "false")
+            << ", trig_error " << fmt_shortest(r.policy.trig_error) << "\n\n";
   std::vector<PairResult> results;
   for (const auto& [label, xy] : pairs)
     results.push_back(check_pair(label, xy.first, xy.second, pos, r, o.max_failures));
 
   std::cout << std::left << std::setw(18) << "tensors" << std::setw(9) << "vectors" << std::setw(9)
             << "checked" << std::setw(8) << "result" << std::setw(14) << "max err [u]"
-            << std::setw(14) << "max err/bound"
-            << "worst at\n";
+            << "max err/bound\n";
   bool any_fail = false;
   nlohmann::json jres = nlohmann::json::array();
   for (const auto& p : results) {
     any_fail = any_fail || p.failures > 0;
     std::cout << std::left << std::setw(18) << p.name << std::setw(9) << p.vectors << std::setw(9)
               << p.checked << std::setw(8) << (p.failures ? "FAIL" : "pass") << std::setw(14)
-              << fmt(p.max_err_u) << std::setw(14) << fmt(p.max_util) << p.worst << "\n";
+              << fmt(p.max_err_u) << fmt_apart(p.max_util, 1.0).first << "\n";
+    // Each figure with its own location: the largest error and the largest share of the bound
+    // are often different pairs (the bound grows with the position).
+    if (!p.max_err_at.empty())
+      std::cout << "  max err [u]   " << fmt(p.max_err_u) << " at " << p.max_err_at << "\n"
+                << "  max err/bound " << fmt_apart(p.max_util, 1.0).first << " at " << p.max_util_at
+                << "\n";
     jres.push_back({{"tensors", p.name},
                     {"vectors", p.vectors},
                     {"checked", p.checked},
@@ -506,7 +616,9 @@ void run_check(const CheckOptions& o) {
                     {"failures", p.failures},
                     {"max_pair_error_u", p.max_err_u},
                     {"max_bound_utilization", p.max_util},
-                    {"worst", p.worst},
+                    {"max_pair_error_at", p.max_err_at},
+                    {"max_bound_utilization_at", p.max_util_at},
+                    {"worst", p.max_util_at},  // the older name of max_bound_utilization_at, kept
                     {"located", p.located}});
   }
   for (const auto& p : results) {

@@ -71,12 +71,31 @@ RopeSpec eval_spec(const EvalOptions& o) {
   return raw.normalized();  // throws SpecError -> exit 2
 }
 
+// Dynamic NTK and LongRoPE: seq_len = max(position) + 1 unless --seq-len gives one (which must
+// not be smaller), as transformers computes it; floor(max) + 1 for fractional positions.
+RopeSpec runtime_seq_len(const RopeSpec& spec, const std::vector<ref::Mp>& pos,
+                         const nlohmann::ordered_json& pos_json) {
+  if (pos.empty()) return spec;
+  std::size_t at = 0;
+  for (std::size_t i = 1; i < pos.size(); ++i)
+    if (pos[i] > pos[at]) at = i;
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
+  const ref::Mp fl = floor(pos[at]);
+  const std::int64_t m = fl >= ref::Mp(kMax)   ? kMax
+                         : fl <= ref::Mp(kMin) ? kMin
+                                               : fl.convert_to<std::int64_t>();
+  const auto& text = pos_json[at];
+  return with_runtime_seq_len(spec, m, "--seq-len",
+                              text.is_string() ? text.get<std::string>() : text.dump());
+}
+
 void run_eval(const EvalOptions& o) {
   const auto dtype = parse_dtype(o.dtype);
   if (!dtype) throw UsageError("--dtype must be one of f64, f32, f16, bf16, got '" + o.dtype + "'");
   if (o.digits < 1 || o.digits > 1000) throw UsageError("--digits must be in [1, 1000]");
 
-  const RopeSpec spec = eval_spec(o);
+  RopeSpec spec = eval_spec(o);
 
   const unsigned bits = o.ref_bits ? o.ref_bits : ref::default_bits(*dtype);
   if (bits < 64 || bits > 100000) throw UsageError("--ref-bits must be in [64, 100000]");
@@ -103,6 +122,7 @@ void run_eval(const EvalOptions& o) {
       pos_json.push_back(f);
     }
   }
+  spec = runtime_seq_len(spec, pos_mp, pos_json);
 
   // Input rows: decimal text -> one correct rounding into the dtype (never via double first).
   std::vector<std::vector<double>> rows;

@@ -1,6 +1,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "cli.hpp"
 #include "ropecheck/hf_config.hpp"
@@ -53,6 +54,31 @@ CLI::Option* add_hf_config_options(CLI::App* cmd, HfConfigArg& arg, const std::s
   cmd->add_option("--seq-len", arg.seq_len,
                   "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
   return hf;
+}
+
+RopeSpec with_runtime_seq_len(RopeSpec spec, std::int64_t max_position,
+                              const std::string& seq_len_from,
+                              const std::string& max_position_text) {
+  const ScalingKind kind = spec.scaling.kind;
+  if (kind != ScalingKind::dynamic && kind != ScalingKind::longrope) return spec;
+  const std::string pos =
+      max_position_text.empty() ? std::to_string(max_position) : max_position_text;
+  if (max_position == std::numeric_limits<std::int64_t>::max())
+    throw UsageError("scaling " + std::string(name(kind)) + ": the largest position " + pos +
+                     " leaves no int64 sequence length max(position) + 1");
+  const std::int64_t implied = max_position + 1;  // transformers: torch.max(position_ids) + 1
+  std::int64_t& seq_len = spec.scaling.seq_len;
+  if (seq_len == 0) {
+    if (implied > 0) seq_len = implied;
+    return spec;
+  }
+  if (seq_len < implied)
+    throw UsageError("seq_len " + std::to_string(seq_len) + " (from " + seq_len_from +
+                     ") is smaller than max(position) + 1 = " + std::to_string(implied) +
+                     " (largest position " + pos + "): a token at position p implies a " +
+                     "sequence length > p; give seq_len >= " + std::to_string(implied) +
+                     " or leave it out (transformers uses max(position) + 1)");
+  return spec;
 }
 
 }  // namespace ropecheck::cli

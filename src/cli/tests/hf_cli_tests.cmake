@@ -153,3 +153,80 @@ ropecheck_hf_test(list_llama31 0
   list --hf-config ${_hf}/llama31_8b.json)
 ropecheck_hf_test(list_unknown_field 2 "${_unk}" list --hf-config ${_hf}/unknown_field.json)
 ropecheck_hf_test(list_seq_len_without_config 2 "--seq-len needs --hf-config" list --seq-len 10)
+
+# ---- dynamic NTK / LongRoPE: seq_len = max(position) + 1 where the positions are known ------
+# (transformers' dynamic_rope_update: seq_len = torch.max(position_ids) + 1 at run time)
+string(REPEAT "0.5," 63 _in64)
+set(_in64 "${_in64}0.5")
+set(_dyn eval --dtype f32 --input ${_in64} --hf-config ${_hf}/dynamic_ntk.json)
+# eval --position 8000 without --seq-len: byte for byte the output of --seq-len 8001.
+add_test(NAME HfCli/eval_dynamic_default_seq_len_same_as_explicit
+         COMMAND bash -c "diff <(\"$0\" \"$@\" --position 8000) <(\"$0\" \"$@\" --position 8000 --seq-len 8001)"
+                 $<TARGET_FILE:ropecheck> ${_dyn})
+set_tests_properties(HfCli/eval_dynamic_default_seq_len_same_as_explicit PROPERTIES
+                     LABELS "cli;scaling" TIMEOUT 120)
+ropecheck_hf_test(eval_dynamic_default_seq_len 0
+  "\"description\": \"head_dim=64 rotary_dim=64 base=10000 layout=half scaling=dynamic\\(factor=2 max_pos=4096 seq_len=8001\\)\""
+  ${_dyn} --position 8000)
+# the max over every position; fractional positions: floor(max) + 1
+ropecheck_hf_test(eval_dynamic_default_seq_len_fractional 0 "seq_len=8001\\)\""
+  ${_dyn} --position 3,8000.5,17)
+# a larger explicit seq_len is taken as given (a different base: a different reference)
+ropecheck_hf_test(eval_dynamic_explicit_larger_seq_len 0 "seq_len=9000\\)\"" ${_dyn} --position 8000 --seq-len 9000)
+add_test(NAME HfCli/eval_dynamic_larger_seq_len_differs
+         COMMAND bash -c "! diff -q <(\"$0\" \"$@\" --position 8000) <(\"$0\" \"$@\" --position 8000 --seq-len 9000)"
+                 $<TARGET_FILE:ropecheck> ${_dyn})
+set_tests_properties(HfCli/eval_dynamic_larger_seq_len_differs PROPERTIES LABELS "cli;scaling" TIMEOUT 120)
+
+# A correct dump beyond the original / L0 length, no seq_len anywhere: the run-time length.
+ropecheck_hf_check(longrope_long_meta_good 0
+  "scaling=longrope\\(orig=4096 max_pos=131072 seq_len=20001\\).*seq_len 20001 = max\\(position\\) \\+ 1.*PASS"
+  --tensors ${_vd}/longrope_long_meta.safetensors)
+ropecheck_hf_check(longrope_long_hf_config_good 0 "seq_len=20001\\).*PASS"
+  --tensors ${_vd}/longrope_long.safetensors --hf-config ${_hf}/phi35_longrope.json)
+# metadata and config both without seq_len, and the config's --seq-len with a metadata spec.
+ropecheck_hf_check(longrope_long_meta_and_hf_config_good 0 "seq_len=20001\\).*PASS"
+  --tensors ${_vd}/longrope_long_meta.safetensors --hf-config ${_hf}/phi35_longrope.json)
+ropecheck_hf_check(longrope_long_meta_and_seq_len_good 0 "seq_len=30000\\).*PASS"
+  --tensors ${_vd}/longrope_long_meta.safetensors --hf-config ${_hf}/phi35_longrope.json
+  --seq-len 30000)
+ropecheck_hf_check(dynamic_long_meta_good 0
+  "scaling=dynamic\\(factor=2 max_pos=4096 seq_len=8001\\).*declared policy: angle f32, table f32, arithmetic f32, recipe hf_f32, fused false, trig_error 2\n.*PASS"
+  --tensors ${_vd}/dynamic_long_meta.safetensors)
+
+# An explicit seq_len below max(position) + 1: exit 2, naming where it came from, nothing on
+# stdout, nothing written to --out (expect_refused.cmake, as the Hardening/ tests).
+function(ropecheck_seq_len_refused name regex)
+  set(out ${_hfout}/refused_${name})
+  string(REPLACE ";" "|" args "${ARGN}")
+  string(REPLACE "@OUT@" "${out}" args "${args}")
+  add_test(NAME HfCli/${name}
+           COMMAND ${CMAKE_COMMAND} "-DCMD=$<TARGET_FILE:ropecheck>|${args}" "-DMATCH=${regex}"
+                   -DOUT=${out} -P ${CMAKE_CURRENT_SOURCE_DIR}/expect_refused.cmake)
+  set_tests_properties(HfCli/${name} PROPERTIES FIXTURES_REQUIRED "variant_dumps;hf_mkdir"
+                       LABELS "cli;scaling" TIMEOUT 60)
+endfunction()
+ropecheck_seq_len_refused(eval_dynamic_seq_len_too_small
+  "seq_len 1 \\(from --seq-len\\) is smaller than max\\(position\\) \\+ 1 = 8001 \\(largest position 8000\\)"
+  ${_dyn} --position 8000 --seq-len 1)
+ropecheck_seq_len_refused(eval_dynamic_seq_len_too_small_fractional
+  "seq_len 8000 \\(from --seq-len\\) is smaller than max\\(position\\) \\+ 1 = 8001 \\(largest position 8000.5\\)"
+  ${_dyn} --position 8000.5 --seq-len 8000)
+ropecheck_seq_len_refused(check_longrope_seq_len_too_small_metadata
+  "seq_len 4096 \\(from __metadata__ of '[^']*longrope_seq_len_4096_meta.safetensors'\\) is smaller than max\\(position\\) \\+ 1 = 20001"
+  check --out @OUT@ --tensors ${_vd}/longrope_seq_len_4096_meta.safetensors)
+ropecheck_seq_len_refused(check_longrope_seq_len_too_small_hf_config
+  "seq_len 20000 \\(from --seq-len\\) is smaller than max\\(position\\) \\+ 1 = 20001"
+  check --out @OUT@ --tensors ${_vd}/longrope_long.safetensors --hf-config ${_hf}/phi35_longrope.json
+  --seq-len 20000)
+ropecheck_seq_len_refused(check_longrope_seq_len_too_small_spec
+  "seq_len 4096 \\(from --spec '[^']*spec_seq_len_4096.json'\\) is smaller than max\\(position\\) \\+ 1 = 20001"
+  check --out @OUT@ --tensors ${_vd}/longrope_long_meta.safetensors --spec ${_hf}/spec_seq_len_4096.json)
+
+# ---- check's output: each figure with its own location; NaN said as such --------------------
+ropecheck_hf_check(worst_at_locates_each_figure 0
+  "  max err \\[u\\] +[0-9.e+-]+ at token 1 \\(position 100000\\), head 0, pair 0\n  max err/bound [0-9.e+-]+ at token 0 \\(position 1\\), head 0, pair 0\n"
+  --tensors ${_vd}/worst_at.safetensors)
+ropecheck_hf_check(nan_output_said_as_such 1
+  "FAIL x -> y token 1 \\(position 100000\\), head 0, pair 1 \\(elements 1, 5\\): error is NaN \\(got a NaN output\\); got \\(nan, "
+  --tensors ${_vd}/nan_output.safetensors)

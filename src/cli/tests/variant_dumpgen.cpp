@@ -25,9 +25,22 @@
 //   imrope_as_mrope_meta           the same tensors rotated with M-RoPE's contiguous sections
 //   axial_good_meta                CogVideoX 3-D axial (t 8, h 12, w 12 pairs), head_dim 64
 //   axial_neox_pairing_meta        the same with NeoX (i, i + d/2) pairing hard-coded
+//   longrope_long[_meta]           Phi-3.5-style LongRoPE (the factors of hf/phi35_longrope.json,
+//                                  original 4096, max 131072), positions up to 20000 and so the
+//                                  long factors (HF: seq_len = max(position_ids) + 1 > 4096); no
+//                                  seq_len in the metadata
+//   longrope_seq_len_4096_meta     the same with seq_len 4096 in the metadata (too small: refused)
+//   dynamic_long_meta              HF dynamic NTK (factor 2, L0 4096, head_dim 64), positions up
+//                                  to 8000: base' for seq_len 8001; no seq_len in the metadata
+//   worst_at                       plain half RoPE, f32, head_dim 8: exact outputs nudged by a few
+//                                  ulps, a small error at position 1 (small bound) and a larger
+//                                  one at position 100000 (larger bound), so the largest error
+//                                  and the largest share of the bound are different vectors
+//   nan_output                     the exact outputs of worst_at with one NaN (token 1, elem 1)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <random>
@@ -124,6 +137,27 @@ Recipe axial(std::int64_t hd, LD base, const std::vector<std::int64_t>& sec, boo
       r.b.push_back(neox ? i + hd / 2 : 2 * i + 1);
     }
   return r;
+}
+
+// HF _compute_longrope_parameters: theta_i = 1 / (ext_i base^(2i/dim)), ext = long_factor iff
+// seq_len > original; attention factor sqrt(1 + ln(max / original) / ln(original)) when
+// max > original (Phi-3: factor = max_position_embeddings / original_max_position_embeddings).
+Recipe longrope(std::int64_t hd, LD base, const std::vector<LD>& ext, std::int64_t original,
+                std::int64_t max_pos) {
+  std::vector<LD> th = ladder(base, hd);
+  for (std::size_t i = 0; i < th.size(); ++i) th[i] /= ext[i];
+  Recipe r = half_recipe(hd, th);
+  const LD f = LD(max_pos) / LD(original);
+  r.magnitude = f <= 1 ? 1 : std::sqrt(1 + std::log(f) / std::log(LD(original)));
+  return r;
+}
+
+// HF _compute_dynamic_ntk_parameters: base' = base ((f L / L0) - (f - 1))^(dim / (dim - 2)),
+// L = seq_len if seq_len > L0 else L0.
+Recipe dynamic_ntk(std::int64_t hd, LD base, LD factor, std::int64_t l0, std::int64_t seq_len) {
+  const LD L = seq_len > l0 ? LD(seq_len) : LD(l0);
+  const LD b = base * std::pow(factor * L / LD(l0) - (factor - 1), LD(hd) / LD(hd - 2));
+  return half_recipe(hd, ladder(b, hd));
 }
 
 // positions: axis-major [A][T]. x: [T][H][D].
@@ -242,6 +276,72 @@ int main(int argc, char** argv) {
           rotate(axial(D, 10000, {8, 12, 12}, false), x, T3, H, pos3), T3, H, D, pos3);
     write(dir + "axial_neox_pairing_meta.safetensors", md, x,
           rotate(axial(D, 10000, {8, 12, 12}, true), x, T3, H, pos3), T3, H, D, pos3);
+  }
+
+  // ---- LongRoPE beyond original_max_position_embeddings, no seq_len in the metadata -----------
+  {
+    const std::int64_t D = 96, T = 6;
+    const std::vector<std::vector<std::int64_t>> pos = {{0, 1, 4095, 4096, 5000, 20000}};
+    // hf/phi35_longrope.json: short_factor 1.00, 1.01, ..., long_factor 1 + 1.25 i (exact).
+    std::string short_text, long_text;
+    std::vector<LD> long_f;
+    for (std::int64_t i = 0; i < D / 2; ++i) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%s%.2f", i ? "," : "", 1 + 0.01 * static_cast<double>(i));
+      short_text += buf;
+      long_f.push_back(1 + 1.25L * LD(i));
+      std::snprintf(buf, sizeof buf, "%s%.2f", i ? "," : "", static_cast<double>(long_f.back()));
+      long_text += buf;
+    }
+    const auto x = random_x(static_cast<std::size_t>(T * H * D), 25);
+    // transformers: seq_len = max(position_ids) + 1 = 20001 > 4096 -> the long factors.
+    const auto y = rotate(longrope(D, 10000, long_f, 4096, 131072), x, T, H, pos);
+    std::map<std::string, std::string> md = {{"layout", "half"},
+                                             {"base", "10000"},
+                                             {"scaling", "longrope"},
+                                             {"original_max_position_embeddings", "4096"},
+                                             {"max_position_embeddings", "131072"},
+                                             {"short_factor", short_text},
+                                             {"long_factor", long_text}};
+    write(dir + "longrope_long_meta.safetensors", md, x, y, T, H, D, pos);
+    write(dir + "longrope_long.safetensors", {}, x, y, T, H, D, pos);
+    md["seq_len"] = "4096";
+    write(dir + "longrope_seq_len_4096_meta.safetensors", md, x, y, T, H, D, pos);
+  }
+
+  // ---- dynamic NTK beyond max_position_embeddings, no seq_len in the metadata -----------------
+  {
+    const std::int64_t D = 64, T = 4;
+    const std::vector<std::vector<std::int64_t>> pos = {{0, 17, 4096, 8000}};
+    const auto x = random_x(static_cast<std::size_t>(T * H * D), 26);
+    const std::map<std::string, std::string> md = {{"layout", "half"},
+                                                   {"base", "10000"},
+                                                   {"scaling", "dynamic"},
+                                                   {"factor", "2"},
+                                                   {"max_position_embeddings", "4096"}};
+    write(dir + "dynamic_long_meta.safetensors", md, x,
+          rotate(dynamic_ntk(D, 10000, 2, 4096, 8001), x, T, H, pos), T, H, D, pos);
+  }
+
+  // ---- the largest error and the largest share of the bound at different vectors -------------
+  {
+    const std::int64_t D = 8, T = 2, H1 = 1;
+    const std::vector<std::vector<std::int64_t>> pos = {{1, 100000}};
+    const auto x = random_x(static_cast<std::size_t>(T * H1 * D), 27);
+    auto y = rotate(half_recipe(D, ladder(10000, D)), x, T, H1, pos);
+    // Element 0 (pair 0) of each token moved up by f32 ulps: 8 at position 1 (about 2 u, a fifth
+    // of its bound), 40 at 100000 (about 5 u, a smaller share of its larger bound).
+    const auto nudge = [&](std::int64_t t, int ulps) {
+      float v = static_cast<float>(y[static_cast<std::size_t>(t * D)]);
+      for (int k = 0; k < ulps; ++k) v = std::nextafter(v, INFINITY);
+      y[static_cast<std::size_t>(t * D)] = v;
+    };
+    auto y_nan = y;
+    y_nan[static_cast<std::size_t>(D + 1)] = NAN;  // token 1, element 1 (pair 1)
+    write(dir + "nan_output.safetensors", {{"layout", "half"}}, x, y_nan, T, H1, D, pos);
+    nudge(0, 8);
+    nudge(1, 40);
+    write(dir + "worst_at.safetensors", {{"layout", "half"}}, x, y, T, H1, D, pos);
   }
   return 0;
 }
