@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ropecheck/dtype.hpp"
+#include "ropecheck/kernel.hpp"
 #include "ropecheck/spec.hpp"
 
 #include <rapidcheck.h>
@@ -20,12 +21,17 @@ namespace ropecheck::properties::gen {
 
 // Uniform integer in [lo, hi] (inclusive). gen::inRange scales its range with the size parameter;
 // resize to the nominal size keeps the full range while still shrinking towards lo.
+// Clamped: while shrinking, RapidCheck replays recorded values by their order of drawing; when a
+// kernel answers differently between runs (a plugin that faulted and is poisoned: supports() is
+// false from then on) a value drawn for another range can arrive here, and an index out of its
+// range would be undefined behaviour (seen: a crash of the oracle while shrinking).
 template <class T>
 T pick(T lo, T hi) {
   if (hi <= lo) return lo;
-  if (hi == std::numeric_limits<T>::max())
-    return *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<T>(lo, hi));
-  return *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<T>(lo, hi + 1));
+  const T v = hi == std::numeric_limits<T>::max()
+                  ? *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<T>(lo, hi))
+                  : *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<T>(lo, hi + 1));
+  return std::clamp(v, lo, hi);
 }
 
 inline bool coin(int percent) { return pick<int>(0, 99) < percent; }
@@ -186,18 +192,86 @@ inline const std::vector<std::int64_t>& directed_positions() {
   return v;
 }
 
+// Shrinking's budget of kernel calls (properties::Options::max_shrink_calls), per check and
+// thread: the driver arms it when the first failure starts the shrinking.
+struct ShrinkBudget {
+  bool shrinking = false;
+  long limit = 0, calls = 0;
+  bool spent = false;
+};
+inline ShrinkBudget& shrink_budget() {
+  thread_local ShrinkBudget b;
+  return b;
+}
+
+// The kernel's declared domain as the generators see it, set per check() from Kernel::domain()
+// and a probe of supports() (thread-local: checks may run on several threads). Every generated
+// case lies inside it; see properties/README.md "Domains and coverage".
+struct DomainContext {
+  Domain declared;
+  // Specs supports() accepted on the probe grid (unscaled, base 1e4, scale 1): the fallbacks when
+  // a drawn spec is rejected, and the evidence for what applies. `full`: rotary_dim = head_dim
+  // rounded to even; `partial`: rotary_dim < head_dim; `both_layouts`: interleaved specs whose
+  // half twin is accepted too; `multi_axis`: mrope / imrope / axial specs.
+  std::vector<RopeSpec> full, partial, both_layouts, multi_axis;
+};
+inline DomainContext& domain_context() {
+  thread_local DomainContext c;
+  return c;
+}
+
+// [lo, hi] = [-limit, limit] intersected with the declared position range.
+inline std::pair<std::int64_t, std::int64_t> position_range(std::int64_t limit) {
+  const Domain& d = domain_context().declared;
+  return {std::max(-limit, d.min_position), std::min(limit, d.max_position)};
+}
+
+inline std::int64_t clamp_position(std::int64_t v, std::int64_t limit) {
+  const auto [lo, hi] = position_range(limit);
+  return std::clamp(v, lo, std::max(lo, hi));
+}
+
+// A position in [-limit, limit] and in the declared range: the directed list (and the range's own
+// ends when it is narrower than the limit) or a log-uniform magnitude; negative only when the
+// range has negative positions.
 inline std::int64_t position(std::int64_t limit) {
+  const auto [lo, hi] = position_range(limit);
   if (coin(40)) {
     std::vector<std::int64_t> ok;
     for (auto m : directed_positions())
-      if (m <= limit && -m <= limit) ok.push_back(m);
-    return ok[pick<std::size_t>(0, ok.size() - 1)];
+      if (m >= lo && m <= hi) ok.push_back(m);
+    if (lo > -limit) ok.push_back(lo);  // a declared end (e.g. INT32_MAX, 0)
+    if (hi < limit) ok.push_back(hi);
+    if (!ok.empty()) return ok[pick<std::size_t>(0, ok.size() - 1)];
   }
-  const int maxbits = std::ilogb(static_cast<double>(std::max<std::int64_t>(limit, 1)));
+  const bool neg = lo < 0 && (hi <= 0 || coin(25));
+  const std::int64_t mag = neg ? -lo : std::max<std::int64_t>(hi, 0);
+  const int maxbits = std::ilogb(static_cast<double>(std::max<std::int64_t>(mag, 1)));
   const int bits = pick(0, maxbits);
-  const std::int64_t hi = std::min<std::int64_t>(limit, (std::int64_t{1} << bits));
-  const std::int64_t m = pick<std::int64_t>(0, hi);
-  return coin(25) ? -m : m;
+  const std::int64_t top = std::min<std::int64_t>(mag, (std::int64_t{1} << bits));
+  const std::int64_t m = pick<std::int64_t>(0, top);
+  return clamp_position(neg ? -m : m, limit);
+}
+
+// A shift b for a position a such that b and a + b both lie in the declared range (and within
+// limit): the drawn b, moved to the nearest such value.
+inline std::int64_t shift_within(std::int64_t a, std::int64_t b, std::int64_t limit) {
+  const auto [lo, hi] = position_range(limit);
+  const std::int64_t blo = std::max(lo, lo - a);
+  const std::int64_t bhi = std::min(hi, hi - a);
+  return std::clamp(b, blo, std::max(blo, bhi));
+}
+
+// Vector counts: mostly small, sometimes many tokens and heads (kernels tile by 8, 16, 32, ...),
+// capped so that a call holds at most `max_elems` elements of head_dim d.
+inline std::pair<std::int64_t, std::int64_t> counts(std::int64_t nt_hi, std::int64_t nh_hi,
+                                                    std::int64_t d,
+                                                    std::int64_t max_elems = 1 << 12) {
+  if (!coin(8)) return {pick<std::int64_t>(1, nt_hi), pick<std::int64_t>(1, nh_hi)};
+  std::int64_t nt = pick<std::int64_t>(nt_hi + 1, 33), nh = pick<std::int64_t>(nh_hi + 1, 17);
+  while (nt * nh * std::max<std::int64_t>(d, 1) > max_elems && nt > 1) --nt;
+  while (nt * nh * std::max<std::int64_t>(d, 1) > max_elems && nh > 1) --nh;
+  return {nt, nh};
 }
 
 // Variant generation, set per check() from properties::Options (thread-local: checks may run on
@@ -315,11 +389,28 @@ inline void add_scaling(RopeSpec& s, ScalingKind kind, bool unit_magnitude) {
     c.attention_factor = 1.0;
 }
 
+// Head dims of the declared list (those <= max_head_dim when there are any, >= 3 for partial
+// rotary), or empty when the kernel takes any head_dim.
+inline std::vector<std::int64_t> declared_head_dims(const SpecOptions& o) {
+  std::vector<std::int64_t> all = domain_context().declared.head_dims, fit;
+  for (auto d : all)
+    if (d <= o.max_head_dim && (!o.force_partial || d >= 3)) fit.push_back(d);
+  if (fit.empty())
+    for (auto d : all)
+      if (!o.force_partial || d >= 3) fit.push_back(d);
+  return fit.empty() ? all : fit;
+}
+
 inline RopeSpec spec(const SpecOptions& o = {}) {
   static const std::int64_t directed_dims[] = {2,  3,  4,  5,   8,   63,  64,
                                                65, 80, 96, 127, 128, 256, 512};
   RopeSpec s;
+  const auto listed = declared_head_dims(o);
   do {
+    if (!listed.empty()) {
+      s.head_dim = listed[pick<std::size_t>(0, listed.size() - 1)];
+      break;
+    }
     if (coin(35)) {
       s.head_dim = directed_dims[pick<std::size_t>(0, std::size(directed_dims) - 1)];
     } else {
@@ -329,7 +420,7 @@ inline RopeSpec spec(const SpecOptions& o = {}) {
     }
   } while (s.head_dim > o.max_head_dim || (o.force_partial && s.head_dim < 3));
   const std::int64_t even = s.head_dim - s.head_dim % 2;
-  if (o.force_partial) {
+  if (o.force_partial && s.head_dim >= 3) {
     const std::int64_t top = (s.head_dim - 1) - (s.head_dim - 1) % 2;  // even, < head_dim
     s.rotary_dim = 2 * pick<std::int64_t>(1, top / 2);
   } else if (coin(35)) {
@@ -352,7 +443,7 @@ inline RopeSpec spec(const SpecOptions& o = {}) {
   }
   s.layout = o.force_layout >= 0 ? static_cast<Layout>(o.force_layout)
                                  : (coin(50) ? Layout::interleaved : Layout::half);
-  if (!o.force_unit_scale) {
+  if (!o.force_unit_scale && domain_context().declared.magnitude_scale) {
     switch (pick(0, 9)) {
       case 0:
         s.scale = 0.5;

@@ -66,7 +66,39 @@ inline std::string hex(double v) {
   return o.str();
 }
 
+// Counts a kernel call while shrinking; past the budget every further shrink candidate is
+// discarded before it calls the kernel, so shrinking ends with the smallest failure found.
+inline void count_shrink_call() {
+  auto& b = g::shrink_budget();
+  if (!b.shrinking || b.limit <= 0) return;
+  if (++b.calls > b.limit) {
+    b.spent = true;
+    throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Discard, "shrink budget spent");
+  }
+}
+
+// A failed / discarded case. The message is the whole description: no source path, no generator
+// dump (RapidCheck's RC_FAIL would prefix the build machine's file:line).
+[[noreturn]] inline void fail(const std::string& m) {
+  throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Failure, m);
+}
+[[noreturn]] inline void discard(const std::string& m) {
+  throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Discard, m);
+}
+// Message prefixes that classify a failure (properties.cpp turns them into the Verdict's status).
+inline constexpr const char* kMismatch = kMismatchPrefix;
+inline constexpr const char* kNonFinite = kNonFinitePrefix;
+
 inline Mp ex(double v) { return reference::exact(v); }
+
+// "a > bound b" with as many digits as it takes for the two to print differently (6, else 20),
+// and a NaN named as such.
+inline std::string exceeds(const Mp& a, const Mp& b) {
+  if (isnan(a)) return "NaN (not comparable with the bound " + reference::to_decimal(b, 6) + ")";
+  std::string sa = reference::to_decimal(a, 6), sb = reference::to_decimal(b, 6);
+  if (sa == sb) sa = reference::to_decimal(a, 20), sb = reference::to_decimal(b, 20);
+  return sa + " > bound " + sb;
+}
 // The magnitude s of a spec: scale times the variant's attention factor (exact, and as double).
 inline Mp mag(const RopeSpec& s) { return reference::magnitude(s); }
 inline double magd(const RopeSpec& s) { return reference::magnitude(s).convert_to<double>(); }
@@ -81,7 +113,7 @@ inline Mp hyp(const Mp& a, const Mp& b) { return sqrt(a * a + b * b); }
 inline double dbl(const Mp& v) { return v.convert_to<double>(); }
 
 inline bool f32_angle(const Policy& p) {
-  return p.recipe == AngleRecipe::hf_f32 || traits(p.angle).digits <= 24;
+  return traits(angle_precision(p)).digits <= 24;  // hf_f32 and ladder_f32 are f32 angles
 }
 // Position range for compositions: to 2^24 for f32-angle kernels (beyond that float(m) itself
 // rounds and the bound is already near its cap of 2), beyond 2^31 for f64-angle kernels.
@@ -89,14 +121,35 @@ inline std::int64_t composition_limit(const Policy& p) {
   return f32_angle(p) ? (std::int64_t{1} << 24) : (std::int64_t{1} << 33);
 }
 
-// A spec the kernel accepts: the generated one, else the same with the other layout, else discard.
+// A spec inside the kernel's domain: a drawn one (a few draws, each also tried in the other basic
+// layout unless the layout is forced), else a probed spec the kernel accepted (gen.hpp
+// DomainContext) with this draw's base and scale, else discard.
 template <Dtype D>
-RopeSpec usable(const Kernel& k, RopeSpec s) {
-  if (k.supports(s, D)) return s;
-  s.layout = s.layout == Layout::half ? Layout::interleaved : Layout::half;
-  if (k.supports(s, D)) return s;
-  RC_DISCARD("kernel does not support " + describe(s));
-  return s;
+RopeSpec usable(const Kernel& k, const g::SpecOptions& o = {}) {
+  RopeSpec s;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    s = g::spec(o);
+    if (k.supports(s, D)) return s;
+    if (o.force_layout < 0 && (s.layout == Layout::half || s.layout == Layout::interleaved)) {
+      RopeSpec t = s;
+      t.layout = s.layout == Layout::half ? Layout::interleaved : Layout::half;
+      if (k.supports(t, D)) return t;
+    }
+  }
+  const auto& c = g::domain_context();
+  const auto& pool = o.force_partial ? c.partial : c.full;
+  std::vector<RopeSpec> fit;
+  for (const RopeSpec& t : pool)
+    if (o.force_layout < 0 || t.layout == static_cast<Layout>(o.force_layout)) fit.push_back(t);
+  if (!fit.empty()) {
+    RopeSpec t = fit[g::pick<std::size_t>(0, fit.size() - 1)];
+    RopeSpec u = t;
+    u.base = s.base;
+    u.scale = s.scale;
+    if (k.supports(u, D)) return u;
+    return t;  // probed as supported
+  }
+  discard("kernel supports no drawn spec, e.g. " + describe(s));
 }
 
 inline std::string ctx(const RopeSpec& s, const std::vector<std::int64_t>& pos) {
@@ -105,6 +158,38 @@ inline std::string ctx(const RopeSpec& s, const std::vector<std::int64_t>& pos) 
   for (std::size_t i = 0; i < pos.size(); ++i) o << (i ? "," : "") << pos[i];
   o << "]";
   return o.str();
+}
+
+// A finite input must give a finite output: a pair whose inputs are finite must come out finite,
+// and so must a finite pass-through element (inputs are scaled so that no output can overflow).
+// Vector v's elements are at in/out + v * stride (the caller flattens tokens and heads).
+template <Dtype D>
+void expect_finite(const RopeSpec& s, std::int64_t nvec, const T<D>* in, std::int64_t in_stride,
+                   const T<D>* out, std::int64_t out_stride, const std::vector<std::int64_t>& pos) {
+  for (std::int64_t v = 0; v < nvec; ++v) {
+    const T<D>* x = in + v * in_stride;
+    const T<D>* y = out + v * out_stride;
+    auto bad = [&](std::int64_t j, bool input_finite) {
+      if (!input_finite || std::isfinite(to_d<D>(y[j]))) return;
+      std::ostringstream o;
+      const double yv = to_d<D>(y[j]);
+      o << kNonFinite << "vector " << v << " element " << j << " is "
+        << (std::isnan(yv) ? "NaN"
+            : yv > 0       ? "+inf"
+                           : "-inf")
+        << " for the finite input " << hex(to_d<D>(x[j]))
+        << (s.is_passthrough(j) ? " (pass-through)" : " (pair input)") << " | " << ctx(s, pos);
+      fail(o.str());
+    };
+    for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+      const auto [a, b] = s.pair(i);
+      const bool fin = std::isfinite(to_d<D>(x[a])) && std::isfinite(to_d<D>(x[b]));
+      bad(a, fin);
+      bad(b, fin);
+    }
+    for (std::int64_t j = 0; j < s.head_dim; ++j)
+      if (s.is_passthrough(j)) bad(j, std::isfinite(to_d<D>(x[j])));
+  }
 }
 
 // Contiguous [tokens][heads][head_dim] call; n_axes > 1: one position per token and axis.
@@ -123,9 +208,15 @@ std::vector<T<D>> run(const Kernel& k, const RopeSpec& s, std::int64_t nt, std::
   a.out = out.data();
   a.head_stride = s.head_dim;
   a.token_stride = nh * s.head_dim;
+  count_shrink_call();
   const KernelStatus st = k.apply(s, a);
-  if (st == KernelStatus::unsupported) RC_DISCARD("kernel returned unsupported");
-  if (st != KernelStatus::ok) RC_FAIL("kernel returned error for " + ctx(s, pos));
+  if (st == KernelStatus::unsupported)
+    fail(std::string(kMismatch) +
+         "apply() returned UNSUPPORTED for a call inside the declared "
+         "domain (supports() accepted the spec): " +
+         ctx(s, pos));
+  if (st != KernelStatus::ok) fail("kernel returned error for " + ctx(s, pos));
+  expect_finite<D>(s, nt * nh, in.data(), s.head_dim, out.data(), s.head_dim, pos);
   return out;
 }
 
@@ -157,8 +248,17 @@ std::vector<double> finite_input(const Policy& pol, const RopeSpec& s, std::int6
   const double clamp =
       std::min(g::value_clamp(D, sm), policy_max(pol) / (8 * std::max(1.0, sm * sm)));
   std::vector<double> x;
+  // Some vectors carry zero pairs (x_a = x_b = 0): the exact output is 0, and kernels that
+  // normalize by the pair norm or take atan2 of it divide by zero there.
+  const bool zeros = g::coin(12);
   for (std::int64_t v = 0; v < nvec; ++v) {
     auto one = g::finite_vector(D, s.head_dim, clamp);
+    if (zeros)
+      for (std::int64_t i = 0; i < s.n_pairs(); ++i)
+        if (g::coin(40)) {
+          const auto [a, b] = s.pair(i);
+          one[static_cast<std::size_t>(a)] = one[static_cast<std::size_t>(b)] = 0.0;
+        }
     x.insert(x.end(), one.begin(), one.end());
   }
   return x;
@@ -182,7 +282,7 @@ template <Dtype D>
 void preserves_norm(const Kernel& k) {
   const Policy pol = k.policy(D);
   {
-    const RopeSpec s = usable<D>(k, g::spec());
+    const RopeSpec s = usable<D>(k);
     const std::vector<std::int64_t> pos = {g::position(std::int64_t{1} << 31)};
     const auto x = finite_input<D>(k.policy(D), s, 1);
     const auto y = load_vec<D>(run<D>(k, s, 1, 1, pos, store_vec<D>(x)).data(), s.head_dim);
@@ -193,15 +293,15 @@ void preserves_norm(const Kernel& k) {
       const double bound =
           bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[0])).norm_abs(dbl(sn));
       if (!(abs(gn - sn) <= Mp(bound)))
-        RC_FAIL("pair " + std::to_string(i) + " norm " + hex(dbl(gn)) + " != s||x|| " +
-                hex(dbl(sn)) + " beyond bound " + hex(bound) + " | " + ctx(s, pos) + " x=(" +
-                hex(x[a]) + "," + hex(x[b]) + ")");
+        fail("pair " + std::to_string(i) + " norm " + hex(dbl(gn)) + " != s||x|| " + hex(dbl(sn)) +
+             " beyond bound " + hex(bound) + " | " + ctx(s, pos) + " x=(" + hex(x[a]) + "," +
+             hex(x[b]) + ")");
     }
   }
   // Matrix part on dims <= 128 (the Gram matrix is O(d^2)).
   g::SpecOptions o;
   o.max_head_dim = 128;
-  const RopeSpec s = usable<D>(k, g::spec(o));
+  const RopeSpec s = usable<D>(k, o);
   const std::int64_t d = s.head_dim;
   const std::int64_t m = g::position(std::int64_t{1} << 31);
   std::vector<std::int64_t> pos(static_cast<std::size_t>(d), m);
@@ -232,9 +332,9 @@ void preserves_norm(const Kernel& k) {
       const Mp target = j != kk ? Mp(0) : (is_pass(s, j) ? Mp(1) : s2);
       const double bound = magd(s) * (Dj[j] + Dj[kk]) + Dj[j] * Dj[kk];
       if (!(abs(G[j * d + kk] - target) <= Mp(bound)))
-        RC_FAIL("(M^T M)[" + std::to_string(j) + "," + std::to_string(kk) +
-                "] = " + hex(dbl(G[j * d + kk])) + ", expected " + hex(dbl(target)) + " within " +
-                hex(bound) + " | " + ctx(s, {m}));
+        fail("(M^T M)[" + std::to_string(j) + "," + std::to_string(kk) +
+             "] = " + hex(dbl(G[j * d + kk])) + ", expected " + hex(dbl(target)) + " within " +
+             hex(bound) + " | " + ctx(s, {m}));
     }
 }
 
@@ -244,8 +344,8 @@ template <Dtype D>
 void zero_position_is_identity(const Kernel& k) {
   g::SpecOptions o;
   o.force_unit_scale = true;
-  const RopeSpec s = usable<D>(k, g::spec(o));
-  const std::int64_t nt = g::pick(1, 3), nh = g::pick(1, 2);
+  const RopeSpec s = usable<D>(k, o);
+  const auto [nt, nh] = g::counts(3, 2, s.head_dim);
   std::vector<std::int64_t> pos(static_cast<std::size_t>(nt), 0);
   auto x = finite_input<D>(k.policy(D), s, nt * nh);
   const bool specials = g::coin(40);
@@ -267,7 +367,7 @@ void zero_position_is_identity(const Kernel& k) {
     for (std::int64_t j : pass_dims(s)) {
       const bool ok =
           same_bits(xi[j], yo[j]) || (std::isnan(to_d<D>(xi[j])) && std::isnan(to_d<D>(yo[j])));
-      if (!ok) RC_FAIL("pass-through changed at position 0: " + where(j));
+      if (!ok) fail("pass-through changed at position 0: " + where(j));
     }
     for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
       const auto [a, b] = s.pair(i);
@@ -280,7 +380,7 @@ void zero_position_is_identity(const Kernel& k) {
               narrow ? round_to_dtype(to_d<D>(xi[j]), pol.arithmetic) : to_d<D>(xi[j]);
           const double yv = to_d<D>(yo[j]);
           const bool ok = xv == 0 ? yv == 0 : (narrow ? yv == xv : same_bits(xi[j], yo[j]));
-          if (!ok) RC_FAIL("not the identity at position 0: " + where(j));
+          if (!ok) fail("not the identity at position 0: " + where(j));
         }
       } else {
         // Each output is its own input (the mathematical R_0 x = x; a kernel may short-cut
@@ -293,7 +393,7 @@ void zero_position_is_identity(const Kernel& k) {
                                              : narrow ? yv == xv
                                                       : same_bits(xi[j], yo[j]));
           if (!ok)
-            RC_FAIL("pair with a non-finite input: output neither its input nor NaN: " + where(j));
+            fail("pair with a non-finite input: output neither its input nor NaN: " + where(j));
         }
       }
     }
@@ -308,11 +408,13 @@ void composes_additively(const Kernel& k) {
   const Policy pol = k.policy(D);
   g::SpecOptions o;
   o.force_unit_scale = true;
-  const RopeSpec s = usable<D>(k, g::spec(o));
+  const RopeSpec s = usable<D>(k, o);
   const std::int64_t L = composition_limit(pol);
   const std::int64_t a = g::position(L);
-  const std::int64_t b = g::coin(35) ? -g::pick<std::int64_t>(0, a < 0 ? -a : a)  // KV shift
-                                     : g::position(L);
+  // A KV-cache shift back towards 0 (where the declared range has negative positions), or any b;
+  // b and a + b stay inside the declared range.
+  const std::int64_t b = g::shift_within(
+      a, g::coin(35) ? -g::pick<std::int64_t>(0, a < 0 ? -a : a) : g::position(L), L);
   const auto x = finite_input<D>(k.policy(D), s, 1);
   const auto z = run<D>(k, s, 1, 1, {a}, store_vec<D>(x));
   const auto w = load_vec<D>(run<D>(k, s, 1, 1, {b}, z).data(), s.head_dim);
@@ -320,7 +422,7 @@ void composes_additively(const Kernel& k) {
   const auto zd = load_vec<D>(z.data(), s.head_dim);
   for (std::int64_t j : pass_dims(s))
     if (!(w[j] == x[j] && v[j] == x[j]))
-      RC_FAIL("pass-through dim " + std::to_string(j) + " changed | " + ctx(s, {a, b}));
+      fail("pass-through dim " + std::to_string(j) + " changed | " + ctx(s, {a, b}));
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [ia, ib] = s.pair(i);
     const double xn = dbl(hyp(ex(x[ia]), ex(x[ib])));
@@ -331,8 +433,8 @@ void composes_additively(const Kernel& k) {
     const double bound = bounds::composition_abs(Ba, xn, Bb, zn, 1.0) + Bab.abs(xn);
     const Mp err = hyp(ex(w[ia]) - ex(v[ia]), ex(w[ib]) - ex(v[ib]));
     if (!(err <= Mp(bound)))
-      RC_FAIL("pair " + std::to_string(i) + " |K(K(x,a),b) - K(x,a+b)| = " + hex(dbl(err)) +
-              " > bound " + hex(bound) + " | " + ctx(s, {a, b}) + " | " + Bab.describe());
+      fail("pair " + std::to_string(i) + " |K(K(x,a),b) - K(x,a+b)| = " + hex(dbl(err)) +
+           " > bound " + hex(bound) + " | " + ctx(s, {a, b}) + " | " + Bab.describe());
   }
 }
 
@@ -343,11 +445,17 @@ template <Dtype D>
 void layouts_are_permutations(const Kernel& k) {
   g::SpecOptions o;
   o.force_layout = static_cast<int>(Layout::interleaved);
-  RopeSpec si = g::spec(o);
-  RopeSpec sh = si;
+  RopeSpec si = g::spec(o), sh = si;
   sh.layout = Layout::half;
-  if (!k.supports(si, D) || !k.supports(sh, D)) RC_DISCARD("layout pair unsupported");
-  const std::int64_t nt = g::pick(1, 3), nh = g::pick(1, 2), d = si.head_dim, h = si.rotary_dim / 2;
+  if (!k.supports(si, D) || !k.supports(sh, D)) {
+    const auto& both = g::domain_context().both_layouts;
+    if (both.empty()) discard("no spec supported in both layouts");
+    si = both[g::pick<std::size_t>(0, both.size() - 1)];
+    sh = si;
+    sh.layout = Layout::half;
+  }
+  const auto [nt, nh] = g::counts(3, 2, si.head_dim);
+  const std::int64_t d = si.head_dim, h = si.rotary_dim / 2;
   std::vector<std::int64_t> pos;
   for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
   const auto x = finite_input<D>(k.policy(D), si, nt * nh);
@@ -361,10 +469,35 @@ void layouts_are_permutations(const Kernel& k) {
   const auto yi = run<D>(k, si, nt, nh, pos, store_vec<D>(x));
   const auto yh = run<D>(k, sh, nt, nh, pos, store_vec<D>(P(x)));
   const auto Pyi = store_vec<D>(P(load_vec<D>(yi.data(), nt * nh * d)));
-  for (std::size_t j = 0; j < yh.size(); ++j)
-    if (!same_bits(yh[j], Pyi[j]))
-      RC_FAIL("K_half(Px)[" + std::to_string(j) + "] = " + hex(to_d<D>(yh[j])) +
-              " != (P K_interleaved(x)) = " + hex(to_d<D>(Pyi[j])) + " | " + ctx(si, pos));
+  if (k.domain().layouts_bitwise_symmetric) {
+    for (std::size_t j = 0; j < yh.size(); ++j)
+      if (!same_bits(yh[j], Pyi[j]))
+        fail("K_half(Px)[" + std::to_string(j) + "] = " + hex(to_d<D>(yh[j])) +
+             " != (P K_interleaved(x)) = " + hex(to_d<D>(Pyi[j])) +
+             " bit for bit (declared bitwise symmetric) | " + ctx(si, pos));
+    return;
+  }
+  // Without the declaration: each layout's output is within its pair bound of the same exact
+  // value, so the two differ per pair by at most twice the bound (pass-through dims exactly).
+  const Policy pol = k.policy(D);
+  const auto yhd = load_vec<D>(yh.data(), nt * nh * d), Pyd = load_vec<D>(Pyi.data(), nt * nh * d);
+  for (std::int64_t v = 0; v < nt * nh; ++v) {
+    const std::int64_t off = v * d, t = v / nh;
+    for (std::int64_t j : pass_dims(sh))
+      if (!same_bits(yh[off + j], Pyi[off + j]))
+        fail("pass-through dim " + std::to_string(j) + " differs between the layouts | " +
+             ctx(si, pos));
+    for (std::int64_t i = 0; i < sh.n_pairs(); ++i) {
+      const auto [a, b] = sh.pair(i);
+      const double xn = dbl(mag(si) * hyp(ex(x[off + 2 * i]), ex(x[off + 2 * i + 1])));
+      const double bound =
+          2 * bounds::pair_error_bound(pol, si, D, i, static_cast<double>(pos[t])).abs(xn);
+      const Mp err = hyp(ex(yhd[off + a]) - ex(Pyd[off + a]), ex(yhd[off + b]) - ex(Pyd[off + b]));
+      if (!(err <= Mp(bound)))
+        fail("pair " + std::to_string(i) + ": K_half(Px) and P K_interleaved(x) differ by " +
+             hex(dbl(err)) + " > twice the pair bound " + hex(bound) + " | " + ctx(si, pos));
+    }
+  }
 }
 
 // Score bound term of pair i (= bounds::score_pair_abs, in MP): q's pair turned at position pq,
@@ -388,9 +521,12 @@ Mp score_pair_bound(const Policy& pol, const RopeSpec& s, std::int64_t i, std::i
 template <Dtype D>
 void scores_depend_only_on_offset(const Kernel& k) {
   const Policy pol = k.policy(D);
-  const RopeSpec s = usable<D>(k, g::spec());
+  const RopeSpec s = usable<D>(k);
   const std::int64_t L = std::int64_t{1} << 31;
-  const std::int64_t m = g::position(L), n = g::position(L), delta = g::position(L);
+  const std::int64_t m = g::position(L), n = g::position(L);
+  // Both shifted positions stay in the declared range.
+  const std::int64_t delta =
+      g::shift_within(std::min(m, n), g::shift_within(std::max(m, n), g::position(L), L), L);
   const auto qk = finite_input<D>(k.policy(D), s, 2);
   const std::int64_t d = s.head_dim;
   const std::vector<double> q(qk.begin(), qk.begin() + d), kv(qk.begin() + d, qk.end());
@@ -417,9 +553,8 @@ void scores_depend_only_on_offset(const Kernel& k) {
     for (std::int64_t j : pass_dims(s)) got_pass += ex(y[j]) * ex(y[d + j]);
     const Mp err = abs((got_rot - exact_rot) + (got_pass - exact_pass));
     if (!(err <= bound))
-      RC_FAIL("score at (m,n)=(" + std::to_string(pos[0]) + "," + std::to_string(pos[1]) +
-              ") off the exact q^T R_{n-m} k by " + reference::to_decimal(err, 6) + " > bound " +
-              reference::to_decimal(bound, 6) + " | " + describe(s));
+      fail("score at (m,n)=(" + std::to_string(pos[0]) + "," + std::to_string(pos[1]) +
+           ") off the exact q^T R_{n-m} k by " + exceeds(err, bound) + " | " + describe(s));
   }
 }
 
@@ -431,8 +566,9 @@ void scores_depend_only_on_offset(const Kernel& k) {
 template <Dtype D>
 void matches_reference_within_bound(const Kernel& k) {
   const Policy pol = k.policy(D);
-  const RopeSpec s = usable<D>(k, g::spec());
-  const std::int64_t nt = g::pick(1, 3), nh = g::pick(1, 2), d = s.head_dim;
+  const RopeSpec s = usable<D>(k);
+  const auto [nt, nh] = g::counts(3, 2, s.head_dim);
+  const std::int64_t d = s.head_dim;
   std::vector<std::int64_t> pos;
   for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
   const auto x = finite_input<D>(k.policy(D), s, nt * nh);
@@ -444,7 +580,7 @@ void matches_reference_within_bound(const Kernel& k) {
       const auto exact = reference::apply_blocked(s, Mp(pos[t]), xv);
       for (std::int64_t j : pass_dims(s))
         if (y[off + j] != xv[j])
-          RC_FAIL("pass-through dim " + std::to_string(j) + " changed | " + ctx(s, pos));
+          fail("pass-through dim " + std::to_string(j) + " changed | " + ctx(s, pos));
       for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
         const auto [a, b] = s.pair(i);
         const double sn = dbl(mag(s) * hyp(ex(xv[a]), ex(xv[b])));
@@ -459,18 +595,18 @@ void matches_reference_within_bound(const Kernel& k) {
                  hex(dbl(exact[b])) + ") | " + ctx(s, pos) + " | " + B.describe();
         };
         if (!(err <= Mp(bound)))
-          RC_FAIL("pair error " + hex(dbl(err)) + " > bound " + hex(bound) + " (" +
-                  std::to_string(sn > 0 ? dbl(err) / (sn * B.u) : INFINITY) + " u vs " +
-                  std::to_string(B.total_u(sn)) + " u): " + where());
+          fail("pair error " + hex(dbl(err)) + " > bound " + hex(bound) + " (" +
+               std::to_string(sn > 0 ? dbl(err) / (sn * B.u) : INFINITY) + " u vs " +
+               std::to_string(B.total_u(sn)) + " u): " + where());
         const double P = B.pre_storage_abs(sn);
         for (auto j : {a, b}) {
           const double ax = std::fabs(dbl(exact[j]));
           const double top = std::nextafter(ax + P, INFINITY);
           const double slack = P + reference::ulp(top, D) / 2;
           if (!(abs(ex(y[off + j]) - exact[j]) <= Mp(slack)))
-            RC_FAIL("element " + std::to_string(j) + " not faithfully rounded: |got-exact| = " +
-                    hex(dbl(abs(ex(y[off + j]) - exact[j]))) + " > P + ulp/2 = " + hex(slack) +
-                    ": " + where());
+            fail("element " + std::to_string(j) + " not faithfully rounded: |got-exact| = " +
+                 hex(dbl(abs(ex(y[off + j]) - exact[j]))) + " > P + ulp/2 = " + hex(slack) + ": " +
+                 where());
         }
       }
     }
@@ -483,8 +619,10 @@ template <Dtype D>
 void pass_through_is_exact(const Kernel& k) {
   g::SpecOptions o;
   o.force_partial = true;
-  const RopeSpec s = usable<D>(k, g::spec(o));
-  const std::int64_t nt = g::pick(1, 3), nh = g::pick(1, 2), d = s.head_dim;
+  const RopeSpec s = usable<D>(k, o);
+  if (s.rotary_dim >= s.head_dim) discard("no partial rotary spec drawn");
+  const auto [nt, nh] = g::counts(3, 2, s.head_dim);
+  const std::int64_t d = s.head_dim;
   std::vector<std::int64_t> pos;
   for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
   auto x = finite_input<D>(k.policy(D), s, nt * nh);
@@ -497,8 +635,8 @@ void pass_through_is_exact(const Kernel& k) {
       const auto xi = in[v * d + j], yo = out[v * d + j];
       const bool ok = same_bits(xi, yo) || (std::isnan(to_d<D>(xi)) && std::isnan(to_d<D>(yo)));
       if (!ok)
-        RC_FAIL("pass-through vector " + std::to_string(v) + " dim " + std::to_string(j) + ": " +
-                hex(to_d<D>(xi)) + " -> " + hex(to_d<D>(yo)) + " | " + ctx(s, pos));
+        fail("pass-through vector " + std::to_string(v) + " dim " + std::to_string(j) + ": " +
+             hex(to_d<D>(xi)) + " -> " + hex(to_d<D>(yo)) + " | " + ctx(s, pos));
     }
 }
 
@@ -520,8 +658,7 @@ struct Strided {
 
 inline Strided gen_strided(const RopeSpec& s) {
   Strided st;
-  st.nt = g::pick(1, 3);
-  st.nh = g::pick(1, 3);
+  std::tie(st.nt, st.nh) = g::counts(3, 3, s.head_dim);
   st.d = s.head_dim;
   st.hs = s.head_dim + g::pick(0, 3);
   st.ts = st.nh * st.hs + g::pick(0, 5);
@@ -545,9 +682,14 @@ TensorArgs strided_args(const Strided& st, const std::vector<std::int64_t>& pos,
 
 template <Dtype D>
 void apply_checked(const Kernel& k, const RopeSpec& s, const TensorArgs& a) {
+  count_shrink_call();
   const KernelStatus r = k.apply(s, a);
-  if (r == KernelStatus::unsupported) RC_DISCARD("unsupported");
-  if (r != KernelStatus::ok) RC_FAIL("kernel returned error for " + describe(s));
+  if (r == KernelStatus::unsupported)
+    fail(std::string(kMismatch) +
+         "apply() returned UNSUPPORTED for a call inside the declared "
+         "domain (supports() accepted the spec): " +
+         describe(s));
+  if (r != KernelStatus::ok) fail("kernel returned error for " + describe(s));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -555,7 +697,7 @@ void apply_checked(const Kernel& k, const RopeSpec& s, const TensorArgs& a) {
 // nothing outside its output elements (gaps between heads/tokens and guard regions).
 template <Dtype D>
 void input_untouched(const Kernel& k) {
-  const RopeSpec s = usable<D>(k, g::spec());
+  const RopeSpec s = usable<D>(k);
   const Strided st = gen_strided(s);
   std::vector<std::int64_t> pos;
   for (std::int64_t t = 0; t < st.nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
@@ -568,10 +710,10 @@ void input_untouched(const Kernel& k) {
   apply_checked<D>(k, s, strided_args<D>(st, pos, in.data(), out.data()));
   for (std::int64_t p = 0; p < st.size(); ++p) {
     if (!same_bits(in[p], copy[p]))
-      RC_FAIL("input element " + std::to_string(p - st.guard) + " modified | " + ctx(s, pos));
+      fail("input element " + std::to_string(p - st.guard) + " modified | " + ctx(s, pos));
     if (!st.is_elem(p) && !same_bits(out[p], sentinel))
-      RC_FAIL("write outside the output tensor at offset " + std::to_string(p - st.guard) + " | " +
-              ctx(s, pos));
+      fail("write outside the output tensor at offset " + std::to_string(p - st.guard) + " | " +
+           ctx(s, pos));
   }
 }
 
@@ -579,7 +721,7 @@ void input_untouched(const Kernel& k) {
 // buffer's gaps alone.
 template <Dtype D>
 void in_place_equals_out_of_place(const Kernel& k) {
-  const RopeSpec s = usable<D>(k, g::spec());
+  const RopeSpec s = usable<D>(k);
   const Strided st = gen_strided(s);
   std::vector<std::int64_t> pos;
   for (std::int64_t t = 0; t < st.nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
@@ -592,11 +734,11 @@ void in_place_equals_out_of_place(const Kernel& k) {
   apply_checked<D>(k, s, strided_args<D>(st, pos, buf.data(), buf.data()));
   for (std::int64_t p = 0; p < st.size(); ++p) {
     if (st.is_elem(p) && !same_bits(buf[p], out[p]))
-      RC_FAIL("in-place " + hex(to_d<D>(buf[p])) + " != out-of-place " + hex(to_d<D>(out[p])) +
-              " at offset " + std::to_string(p - st.guard) + " | " + ctx(s, pos));
+      fail("in-place " + hex(to_d<D>(buf[p])) + " != out-of-place " + hex(to_d<D>(out[p])) +
+           " at offset " + std::to_string(p - st.guard) + " | " + ctx(s, pos));
     if (!st.is_elem(p) && !same_bits(buf[p], in[p]))
-      RC_FAIL("in-place call wrote outside the tensor at offset " + std::to_string(p - st.guard) +
-              " | " + ctx(s, pos));
+      fail("in-place call wrote outside the tensor at offset " + std::to_string(p - st.guard) +
+           " | " + ctx(s, pos));
   }
 }
 
@@ -605,8 +747,10 @@ void in_place_equals_out_of_place(const Kernel& k) {
 // for bit, and permuting the tokens permutes the results.
 template <Dtype D>
 void tokens_are_independent(const Kernel& k) {
-  const RopeSpec s = usable<D>(k, g::spec());
-  const std::int64_t nt = g::pick(2, 5), nh = g::pick(1, 3), d = s.head_dim;
+  const RopeSpec s = usable<D>(k);
+  auto [nt, nh] = g::counts(5, 3, s.head_dim, 1 << 12);
+  nt = std::max<std::int64_t>(nt, 2);
+  const std::int64_t d = s.head_dim;
   std::vector<std::int64_t> pos;
   for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
   const auto in = store_vec<D>(finite_input<D>(k.policy(D), s, nt * nh));
@@ -618,9 +762,9 @@ void tokens_are_independent(const Kernel& k) {
       const auto single = run<D>(k, s, 1, 1, {pos[t]}, one);
       for (std::int64_t j = 0; j < d; ++j)
         if (!same_bits(single[j], out[off + j]))
-          RC_FAIL("token " + std::to_string(t) + " head " + std::to_string(h) + " dim " +
-                  std::to_string(j) + ": batched " + hex(to_d<D>(out[off + j])) + " != alone " +
-                  hex(to_d<D>(single[j])) + " | " + ctx(s, pos));
+          fail("token " + std::to_string(t) + " head " + std::to_string(h) + " dim " +
+               std::to_string(j) + ": batched " + hex(to_d<D>(out[off + j])) + " != alone " +
+               hex(to_d<D>(single[j])) + " | " + ctx(s, pos));
     }
   std::vector<std::int64_t> perm(static_cast<std::size_t>(nt));
   std::iota(perm.begin(), perm.end(), 0);
@@ -635,7 +779,7 @@ void tokens_are_independent(const Kernel& k) {
   for (std::int64_t r = 0; r < nt; ++r)
     for (std::int64_t e = 0; e < nh * d; ++e)
       if (!same_bits(pout[r * nh * d + e], out[perm[r] * nh * d + e]))
-        RC_FAIL("permuting tokens changed token " + std::to_string(perm[r]) + " | " + ctx(s, pos));
+        fail("permuting tokens changed token " + std::to_string(perm[r]) + " | " + ctx(s, pos));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -643,14 +787,16 @@ void tokens_are_independent(const Kernel& k) {
 template <Dtype D>
 void inverse_undoes(const Kernel& k) {
   const Policy pol = k.policy(D);
-  const RopeSpec s = usable<D>(k, g::spec());
-  const std::int64_t m = g::position(composition_limit(pol));
+  const RopeSpec s = usable<D>(k);
+  // m and -m both in the declared range.
+  const auto [lo, hi] = g::position_range(composition_limit(pol));
+  const std::int64_t m = g::position(std::max<std::int64_t>(0, std::min(hi, -lo)));
   const auto x = finite_input<D>(k.policy(D), s, 1);
   const auto z = run<D>(k, s, 1, 1, {m}, store_vec<D>(x));
   const auto w = load_vec<D>(run<D>(k, s, 1, 1, {-m}, z).data(), s.head_dim);
   const auto zd = load_vec<D>(z.data(), s.head_dim);
   for (std::int64_t j : pass_dims(s))
-    if (w[j] != x[j]) RC_FAIL("pass-through dim " + std::to_string(j) + " changed");
+    if (w[j] != x[j]) fail("pass-through dim " + std::to_string(j) + " changed");
   const Mp s2 = mag(s) * mag(s);
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [a, b] = s.pair(i);
@@ -661,8 +807,8 @@ void inverse_undoes(const Kernel& k) {
     const double bound = bounds::composition_abs(Bm, xn, Bn, zn, magd(s));
     const Mp err = hyp(ex(w[a]) - s2 * ex(x[a]), ex(w[b]) - s2 * ex(x[b]));
     if (!(err <= Mp(bound)))
-      RC_FAIL("pair " + std::to_string(i) + " |K(K(x,m),-m) - s^2 x| = " + hex(dbl(err)) +
-              " > bound " + hex(bound) + " | " + ctx(s, {m}));
+      fail("pair " + std::to_string(i) + " |K(K(x,m),-m) - s^2 x| = " + hex(dbl(err)) +
+           " > bound " + hex(bound) + " | " + ctx(s, {m}));
   }
 }
 
@@ -674,23 +820,29 @@ void inverse_undoes(const Kernel& k) {
 // A multi-axis spec the kernel accepts (a few draws, then discard).
 template <Dtype D>
 RopeSpec usable_multi_axis(const Kernel& k, const g::SpecOptions& o, bool mrope_only) {
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 8; ++i) {
     RopeSpec s = g::multi_axis_spec(o, mrope_only);
     if (k.supports(s, D)) return s;
   }
-  RC_DISCARD("kernel supports none of the drawn multi-axis specs");
-  return {};
+  std::vector<RopeSpec> fit;  // probed multi-axis specs the kernel accepted
+  for (const RopeSpec& t : g::domain_context().multi_axis)
+    if (!mrope_only || t.layout != Layout::axial) fit.push_back(t);
+  if (fit.empty()) discard("kernel supports none of the drawn multi-axis specs");
+  return fit[g::pick<std::size_t>(0, fit.size() - 1)];
 }
 
 // Per-axis positions, distinct across axes (t != h != w) for every token.
 inline std::vector<std::int64_t> axis_positions(std::int64_t n_axes, std::int64_t limit) {
+  const auto [lo, hi] = g::position_range(limit);
   std::vector<std::int64_t> p;
   for (std::int64_t a = 0; a < n_axes; ++a) {
     std::int64_t v = g::position(limit);
-    // One direction per axis (toward zero, down from 0): at most n_axes - 1 steps. Alternating
-    // directions cycled forever once shrinking made two axes 0 and 1 (seen on a broken kernel).
-    const std::int64_t step = v < 0 ? 1 : -1;
-    while (std::find(p.begin(), p.end(), v) != p.end()) v += step;
+    // One direction per axis, at most n_axes - 1 steps, inside the declared range: down unless
+    // that could leave it. Alternating directions cycled forever once shrinking made two axes 0
+    // and 1 (seen on a broken kernel).
+    const std::int64_t step = v - n_axes >= lo ? -1 : 1;
+    while (std::find(p.begin(), p.end(), v) != p.end() && v + step >= lo && v + step <= hi)
+      v += step;
     p.push_back(v);
   }
   return p;
@@ -714,9 +866,13 @@ void composes_additively_per_axis(const Kernel& k) {
   o.force_unit_scale = true;
   const RopeSpec s = usable_multi_axis<D>(k, o, false);
   const std::int64_t A = s.n_axes(), L = composition_limit(pol);
-  const auto p = axis_positions(A, L), q = axis_positions(A, L);
+  const auto p = axis_positions(A, L);
+  auto q = axis_positions(A, L);
   std::vector<std::int64_t> pq;
-  for (std::int64_t a = 0; a < A; ++a) pq.push_back(p[a] + q[a]);
+  for (std::int64_t a = 0; a < A; ++a) {
+    q[a] = g::shift_within(p[a], q[a], L);  // q and p + q inside the declared range
+    pq.push_back(p[a] + q[a]);
+  }
   const auto x = finite_input<D>(pol, s, 1);
   const auto z = run<D>(k, s, 1, 1, p, store_vec<D>(x), A);
   const auto w = load_vec<D>(run<D>(k, s, 1, 1, q, z, A).data(), s.head_dim);
@@ -728,7 +884,7 @@ void composes_additively_per_axis(const Kernel& k) {
   };
   for (std::int64_t j : pass_dims(s))
     if (!(w[j] == x[j] && v[j] == x[j]))
-      RC_FAIL("pass-through dim " + std::to_string(j) + " changed | " + where());
+      fail("pass-through dim " + std::to_string(j) + " changed | " + where());
   const Mp sm = mag(s);
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [ia, ib] = s.pair(i);
@@ -741,14 +897,14 @@ void composes_additively_per_axis(const Kernel& k) {
     const double bc = bounds::composition_abs(Bp, xn, Bq, zn, magd(s));
     const Mp ec = hyp(ex(w[ia]) - sm * exact[ia], ex(w[ib]) - sm * exact[ib]);
     if (!(ec <= Mp(bc)))
-      RC_FAIL("pair " + std::to_string(i) + " (axis " + std::to_string(ax) +
-              ") |K(K(x,p),q) - s^2 R(p+q) x| = " + hex(dbl(ec)) + " > bound " + hex(bc) + " | " +
-              where());
+      fail("pair " + std::to_string(i) + " (axis " + std::to_string(ax) +
+           ") |K(K(x,p),q) - s^2 R(p+q) x| = " + hex(dbl(ec)) + " > bound " + hex(bc) + " | " +
+           where());
     const Mp e1 = hyp(ex(v[ia]) - exact[ia], ex(v[ib]) - exact[ib]);
     if (!(e1 <= Mp(Bpq.abs(xn))))
-      RC_FAIL("pair " + std::to_string(i) + " (axis " + std::to_string(ax) +
-              ") |K(x,p+q) - s R(p+q) x| = " + hex(dbl(e1)) + " > bound " + hex(Bpq.abs(xn)) +
-              " | " + where());
+      fail("pair " + std::to_string(i) + " (axis " + std::to_string(ax) +
+           ") |K(x,p+q) - s R(p+q) x| = " + hex(dbl(e1)) + " > bound " + hex(Bpq.abs(xn)) + " | " +
+           where());
   }
 }
 
@@ -760,7 +916,11 @@ void scores_depend_only_on_axis_offsets(const Kernel& k) {
   const Policy pol = k.policy(D);
   const RopeSpec s = usable_multi_axis<D>(k, g::SpecOptions{}, false);
   const std::int64_t A = s.n_axes(), L = std::int64_t{1} << 31, d = s.head_dim;
-  const auto pm = axis_positions(A, L), pn = axis_positions(A, L), delta = axis_positions(A, L);
+  const auto pm = axis_positions(A, L), pn = axis_positions(A, L);
+  auto delta = axis_positions(A, L);
+  for (std::int64_t a = 0; a < A; ++a)  // shifted positions inside the declared range
+    delta[a] = g::shift_within(std::min(pm[a], pn[a]),
+                               g::shift_within(std::max(pm[a], pn[a]), delta[a], L), L);
   const auto qk = finite_input<D>(pol, s, 2);
   const std::vector<double> q(qk.begin(), qk.begin() + d), kv(qk.begin() + d, qk.end());
   std::vector<std::int64_t> off;
@@ -787,11 +947,10 @@ void scores_depend_only_on_axis_offsets(const Kernel& k) {
     for (std::int64_t j : pass_dims(s)) got_pass += ex(y[j]) * ex(y[d + j]);
     const Mp err = abs((got_rot - exact_rot) + (got_pass - exact_pass));
     if (!(err <= bound))
-      RC_FAIL(std::string("score ") + (shifted ? "after the per-axis shift" : "unshifted") +
-              " off the exact q^T R(p'-p) k by " + reference::to_decimal(err, 6) + " > bound " +
-              reference::to_decimal(bound, 6) + " | q at " + ctx(s, pm) + ", k at " +
-              ctx(s, pn).substr(describe(s).size()) + ", shift" +
-              ctx(s, delta).substr(describe(s).size()));
+      fail(std::string("score ") + (shifted ? "after the per-axis shift" : "unshifted") +
+           " off the exact q^T R(p'-p) k by " + exceeds(err, bound) + " | q at " + ctx(s, pm) +
+           ", k at " + ctx(s, pn).substr(describe(s).size()) + ", shift" +
+           ctx(s, delta).substr(describe(s).size()));
   }
 }
 
@@ -805,8 +964,9 @@ void equal_axes_reduce_to_one_dimensional(const Kernel& k) {
   h.layout = Layout::half;
   h.sections.clear();
   h = h.normalized();
-  if (!k.supports(h, D)) RC_DISCARD("kernel does not support the 1-D half spec");
-  const std::int64_t nt = g::pick(1, 3), nh = g::pick(1, 2), A = s.n_axes();
+  if (!k.supports(h, D)) discard("kernel does not support the 1-D half spec");
+  const auto [nt, nh] = g::counts(3, 2, s.head_dim);
+  const std::int64_t A = s.n_axes();
   std::vector<std::int64_t> p1, p3;
   for (std::int64_t t = 0; t < nt; ++t) {
     p1.push_back(g::position(std::int64_t{1} << 31));
@@ -817,8 +977,8 @@ void equal_axes_reduce_to_one_dimensional(const Kernel& k) {
   const auto y3 = run<D>(k, s, nt, nh, p3, in, A);
   for (std::size_t j = 0; j < y1.size(); ++j)
     if (!same_bits(y1[j], y3[j]))
-      RC_FAIL("element " + std::to_string(j) + ": " + describe(s) + " with t = h = w gives " +
-              hex(to_d<D>(y3[j])) + ", 1-D half gives " + hex(to_d<D>(y1[j])) + " | " + ctx(h, p1));
+      fail("element " + std::to_string(j) + ": " + describe(s) + " with t = h = w gives " +
+           hex(to_d<D>(y3[j])) + ", 1-D half gives " + hex(to_d<D>(y1[j])) + " | " + ctx(h, p1));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -858,40 +1018,110 @@ std::function<void()> body(Property p, const Kernel& k) {
   return {};
 }
 
-// Why a property does not apply to a kernel at all (skip, not fail), or nullopt.
+// The probe: which specs of a grid (head dims of the declared list, or a grid of common and
+// awkward dims; full and partial rotary; both basic layouts; the multi-axis layouts) the kernel
+// accepts for dtype D. Unscaled, base 1e4, scale 1: the shapes, not the parameters, decide what
+// applies. A few hundred supports() calls at most (each one IPC round trip for a plugin).
 template <Dtype D>
-std::optional<std::string> not_applicable(Property p, const Kernel& k) {
-  RopeSpec si;
-  si.head_dim = 8;
-  si = si.normalized();
-  RopeSpec sh = si;
-  sh.layout = Layout::half;
-  if (!k.supports(si, D) && !k.supports(sh, D))
-    return std::string("kernel does not support dtype ") + name(D);
-  if (p == Property::LayoutsArePermutations && !(k.supports(si, D) && k.supports(sh, D)))
-    return std::string("kernel supports only one layout");
-  if (p == Property::PassThroughIsExact) {
-    RopeSpec pi;
-    pi.head_dim = 7;
-    pi.rotary_dim = 4;
-    RopeSpec ph = pi;
-    ph.layout = Layout::half;
-    if (!k.supports(pi, D) && !k.supports(ph, D))
-      return std::string("kernel does not support partial rotary");
+g::DomainContext probe_domain(const Kernel& k) {
+  g::DomainContext c;
+  c.declared = k.domain();
+  static const std::vector<std::int64_t> grid = {
+      2,  3,  4,  5,  6,  7,  8,  9,   12,  15,  16,  17,  24,  31,  32,  33,  40,
+      48, 63, 64, 65, 72, 80, 96, 112, 120, 127, 128, 160, 192, 255, 256, 320, 512};
+  const std::vector<std::int64_t>& dims =
+      c.declared.head_dims.empty() ? grid : c.declared.head_dims;
+  auto make = [](std::int64_t hd, std::int64_t rd, Layout l) {
+    RopeSpec s;
+    s.head_dim = hd;
+    s.rotary_dim = rd;
+    s.layout = l;
+    return s.normalized();
+  };
+  for (std::int64_t hd : dims) {
+    if (hd < 2 || hd > kMaxHeadDim) continue;
+    const std::int64_t full = hd - hd % 2, np = full / 2;
+    for (Layout l : {Layout::interleaved, Layout::half}) {
+      const RopeSpec f = make(hd, full, l);
+      if (k.supports(f, D)) c.full.push_back(f);
+      // Partial rotary: a quarter, a half, one pair less (odd counts of pairs included), 1 pair.
+      std::vector<std::int64_t> rds = {2 * std::max<std::int64_t>(1, np / 4),
+                                       2 * std::max<std::int64_t>(1, np / 2), full - 2, 2};
+      if (hd % 2) rds.push_back(full);  // odd head_dim: the last dim passes through
+      for (std::int64_t rd : rds)
+        if (rd >= 2 && rd < hd && k.supports(make(hd, rd, l), D))
+          c.partial.push_back(make(hd, rd, l));
+    }
+    for (std::int64_t rd : {full, 2 * std::max<std::int64_t>(1, np / 2)})
+      if (rd >= 2 && k.supports(make(hd, rd, Layout::interleaved), D) &&
+          k.supports(make(hd, rd, Layout::half), D))
+        c.both_layouts.push_back(make(hd, rd, Layout::interleaved));
+    for (Layout l : {Layout::mrope, Layout::imrope, Layout::axial}) {
+      if (np < 3) continue;
+      RopeSpec m;
+      m.head_dim = hd;
+      m.rotary_dim = full;
+      m.layout = l;
+      m.sections = {np / 4 + 1, np / 4 + 1, np - 2 * (np / 4 + 1)};
+      try {
+        m = m.normalized();
+      } catch (const SpecError&) {
+        continue;
+      }
+      if (k.supports(m, D)) c.multi_axis.push_back(m);
+    }
+  }
+  return c;
+}
+
+// Why a property cannot be exercised on this kernel, from its declaration (Kernel::domain() and
+// supports() on the probe grid), or nullopt. The reasons are the user's to read: they name the
+// declaration that rules the property out.
+template <Dtype D>
+std::optional<std::string> not_applicable(Property p, const g::DomainContext& c) {
+  const Domain& d = c.declared;
+  const std::string dims = d.head_dims.empty() ? std::string("a grid of 2..512") : [&] {
+    std::string r;
+    for (auto h : d.head_dims) r += (r.empty() ? "" : ",") + std::to_string(h);
+    return "{" + r + "}";
+  }();
+  switch (p) {
+    case Property::LayoutsArePermutations:
+      if (c.both_layouts.empty())
+        return std::string("no spec is supported in both the interleaved and the half layout");
+      break;
+    case Property::PassThroughIsExact:
+      if (c.partial.empty())
+        return "no partial rotary in the declared domain: supports() rejected every rotary_dim < "
+               "head_dim for head_dim " +
+               dims;
+      break;
+    case Property::InPlaceEqualsOutOfPlace:
+      if (!d.in_place) return std::string("declared out-of-place only (no in-place calls)");
+      break;
+    case Property::InverseUndoes:
+      if (d.min_position >= 0 || d.max_position <= 0)
+        return "declared positions [" + std::to_string(d.min_position) + ", " +
+               std::to_string(d.max_position) + "] hold no pair m, -m with m != 0";
+      break;
+    case Property::ZeroPositionIsIdentity:
+      if (d.min_position > 0 || d.max_position < 0)
+        return std::string("position 0 is outside the declared positions");
+      break;
+    default:
+      break;
   }
   if (is_multi_axis_property(p)) {
-    // Small specs of each multi-axis layout: the property applies if the kernel takes one.
     bool any = false;
-    for (Layout l : {Layout::mrope, Layout::imrope, Layout::axial}) {
-      if (p == Property::EqualAxesReduceToOneDimensional && l == Layout::axial) continue;
-      RopeSpec m;
-      m.head_dim = 12;
-      m.layout = l;
-      m.sections = {2, 2, 2};
-      any = any || k.supports(m.normalized(), D);
-    }
-    if (!any) return std::string("kernel does not support multi-axis layouts");
+    for (const RopeSpec& m : c.multi_axis)
+      any = any || !(p == Property::EqualAxesReduceToOneDimensional && m.layout == Layout::axial);
+    if (!any)
+      return std::string(p == Property::EqualAxesReduceToOneDimensional
+                             ? "kernel supports neither mrope nor imrope"
+                             : "kernel does not support multi-axis layouts");
   }
+  if ((c.full.empty() && c.partial.empty()) && !is_multi_axis_property(p))
+    return std::string("kernel supports only multi-axis specs of dtype ") + name(D);
   return std::nullopt;
 }
 
@@ -901,7 +1131,25 @@ template <Dtype D>
 Verdict check_dtype(Property p, const Kernel& k, const Options& o) {
   reference::set_precision_bits(reference::default_bits(D));
   g::variant_config() = {o.variants, o.focus_scaling, o.focus_layout};
-  if (auto why = not_applicable<D>(p, k)) return {Status::skipped, 0, *why};
+  g::domain_context() = probe_domain<D>(k);
+  const g::DomainContext& c = g::domain_context();
+  if (c.full.empty() && c.partial.empty() && c.multi_axis.empty()) {
+    // Nothing of the probe grid is accepted: no case can be drawn. Not a property of the
+    // declaration (it names the dtype), so a coverage failure, never a silent pass.
+    Verdict v;
+    v.status = Status::gave_up;
+    v.budget = o.max_success.value_or(0);
+    v.message = std::string("coverage: supports() rejected every probed spec of dtype ") + name(D) +
+                " (head dims of the declared list or a grid of 2..512, full and partial rotary, "
+                "both layouts, mrope/imrope/axial): no case can be drawn";
+    return v;
+  }
+  if (auto why = not_applicable<D>(p, c)) {
+    Verdict v;
+    v.status = Status::not_applicable;
+    v.message = *why;
+    return v;
+  }
   const std::string id = o.id.empty() ? test_id("Properties", k.name(), D, p) : o.id;
   return run_check(body<D>(p, k), id, o);
 }

@@ -2,6 +2,8 @@
 // Verdict (so that mutants and plugins can be judged programmatically).
 #include "ropecheck/properties.hpp"
 
+#include "gen.hpp"
+
 #include <rapidcheck.h>
 
 #include <functional>
@@ -87,40 +89,84 @@ Verdict check(Property p, const Kernel& k, Dtype d, const Options& o) {
     case Dtype::bf16:
       return check_bf16(p, k, o);
   }
-  return {Status::failed, 0, "unknown dtype"};
+  Verdict v;
+  v.status = Status::failed;
+  v.message = "unknown dtype";
+  return v;
 }
 
 namespace detail {
+
+namespace {
+// Listens to nothing: with an explicit seed a check prints nothing itself (no "Using
+// configuration" line, no reproduce map) and the caller decides what to show.
+class Quiet final : public rc::detail::TestListener {
+ public:
+  // The first failing case starts the shrinking: arm the budget of kernel calls.
+  void onTestCaseFinished(const rc::detail::CaseDescription& d) override {
+    if (d.result.type == rc::detail::CaseResult::Type::Failure)
+      gen::shrink_budget().shrinking = true;
+  }
+  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+};
+
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+}  // namespace
 
 Verdict run_check(const std::function<void()>& f, const std::string& id, const Options& o) {
   using namespace rc::detail;
   TestMetadata md;
   md.id = id;
   md.description = id;
+  TestParams params;  // RapidCheck's defaults, without reading the global configuration
+  const bool explicit_params = o.max_success || o.seed || !o.shrink;
   const TestResult r = [&]() -> TestResult {
-    if (!o.max_success && !o.seed && o.shrink)
+    if (!explicit_params)
       return checkTestable(f, md);  // RC_PARAMS decides (seed, max_success, reproduce=...)
-    TestParams params = configuration().testParams;
     if (o.max_success) params.maxSuccess = *o.max_success;
     if (o.seed) params.seed = *o.seed;
     params.disableShrinking = !o.shrink;
-    return checkProperty(toProperty(f), md, params);
+    Quiet quiet;
+    gen::shrink_budget() = {false, o.max_shrink_calls, 0, false};
+    auto result = checkProperty(toProperty(f), md, params, quiet, {});
+    gen::shrink_budget().shrinking = false;
+    return result;
   }();
   Verdict v;
-  std::ostringstream msg;
+  v.budget = explicit_params ? params.maxSuccess : 0;
   if (r.template is<SuccessResult>()) {
     v.status = Status::passed;
     v.cases = r.template get<SuccessResult>().numSuccess;
+    if (!explicit_params) v.budget = v.cases;
     return v;
   }
-  printResultMessage(r, msg);
-  v.status = Status::failed;
-  if (r.template is<FailureResult>()) v.cases = r.template get<FailureResult>().numSuccess;
-  if (r.template is<GaveUpResult>()) {
-    v.status = Status::gave_up;
-    v.cases = r.template get<GaveUpResult>().numSuccess;
+  std::ostringstream full;
+  printResultMessage(r, full);
+  v.details = full.str();
+  if (r.template is<FailureResult>()) {
+    const auto& fr = r.template get<FailureResult>();
+    v.cases = fr.numSuccess;
+    v.message = fr.description;
+    v.shrink_budget_spent = gen::shrink_budget().spent;
+    v.status = Status::failed;
+    if (starts_with(v.message, kMismatchPrefix)) v.status = Status::mismatch;
+    if (starts_with(v.message, kNonFinitePrefix)) v.non_finite = true;
+    return v;
   }
-  v.message = msg.str();
+  if (r.template is<GaveUpResult>()) {
+    const auto& gr = r.template get<GaveUpResult>();
+    v.status = Status::gave_up;
+    v.cases = gr.numSuccess;
+    v.message = "coverage: only " + std::to_string(gr.numSuccess) + " of " +
+                std::to_string(v.budget ? v.budget : params.maxSuccess) +
+                " cases could be drawn inside the declared domain (too many discarded; last "
+                "reason: " +
+                gr.description + ")";
+    return v;
+  }
+  v.status = Status::failed;  // an error of the engine itself
+  v.message = full.str();
   return v;
 }
 

@@ -26,13 +26,16 @@ class PropertyTest : public testing::Test {
     switch (v.status) {
       case P::Status::passed:
         break;
-      case P::Status::skipped:
+      case P::Status::not_applicable:
         GTEST_SKIP() << v.message;
         break;
       case P::Status::gave_up:
         FAIL() << "gave up (too many discarded cases): " << v.message;
         break;
       case P::Status::failed:
+        FAIL() << v.message << "\n" << v.details;
+        break;
+      case P::Status::mismatch:
         FAIL() << v.message;
         break;
     }

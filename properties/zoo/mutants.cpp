@@ -47,6 +47,11 @@ class ZooKernel final : public Kernel {
   Policy policy(Dtype) const override {
     return {Dtype::f64, Dtype::f64, Dtype::f64, AngleRecipe::pow_product, false, "bug zoo"};
   }
+  Domain domain() const override {  // one code path for both layouts, as the built-in kernels
+    Domain d;
+    d.layouts_bitwise_symmetric = true;
+    return d;
+  }
   // Unscaled interleaved/half specs only (the mutated recipes are the unscaled one).
   bool supports(const RopeSpec& s, Dtype) const override {
     return s.scaling.kind == ScalingKind::none &&
@@ -144,6 +149,11 @@ class ScaledZooKernel final : public Kernel {
   std::string description() const override { return "bug-zoo scaling kernel " + name_; }
   Policy policy(Dtype) const override {
     return {Dtype::f64, Dtype::f64, Dtype::f64, AngleRecipe::pow_product, false, "bug zoo"};
+  }
+  Domain domain() const override {  // one code path for both layouts, as the built-in kernels
+    Domain d;
+    d.layouts_bitwise_symmetric = true;
+    return d;
   }
   bool supports(const RopeSpec&, Dtype) const override { return true; }
 

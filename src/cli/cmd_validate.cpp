@@ -1,15 +1,20 @@
 // `ropecheck validate --plugin PATH.so`: a third-party kernel, loaded through the C ABI into an
 // isolated worker, checked by (1) a guarded differential run against the multiprecision reference
-// on directed positions (crashes, hangs, out-of-bounds writes, unwritten outputs and modified
-// inputs are classified here) and (2) every property of the property suite, per configuration
-// (dtype x layout) the plugin supports. Exit 0: all pass; 1: any failure or fault; 2: bad usage or
-// a plugin that cannot be loaded / has the wrong ABI.
+// on directed specs and positions of its declared domain (crashes, hangs, out-of-bounds writes,
+// unwritten outputs and modified inputs are classified here) and (2) every property of the
+// property suite, per configuration (dtype x layout) the plugin supports, each drawing its cases
+// inside the declared domain. Coverage is part of the verdict: every cell says how many cases ran
+// or why the declaration makes it not applicable; a property that could not run its budget for
+// any other reason fails the run. Exit 0: all pass; 1: any failure, fault, declaration mismatch
+// or coverage failure; 2: bad usage or a plugin that cannot be loaded / has the wrong ABI.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <limits>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -36,8 +41,10 @@ struct ValidateOptions {
   double timeout = 10.0;
   std::string out;
   std::uint64_t seed = 1;
-  HfConfigArg hf;     // validate on this model's spec (see run_validate)
-  std::string shard;  // "i/n"; default GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS
+  HfConfigArg hf;                       // validate on this model's spec (see run_validate)
+  std::string shard;                    // "i/n"; default GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS
+  std::vector<std::string> properties;  // only these checks (names; "Differential" included)
+  bool verbose = false;
 };
 
 // The plugin restricted to one layout, so each (dtype, layout) configuration gets its own verdict
@@ -55,6 +62,7 @@ class LayoutRestricted final : public Kernel {
     if (!admits(s)) return KernelStatus::unsupported;
     return k_.apply(s, a);
   }
+  Domain domain() const override { return k_.domain(); }
   // A configuration of a newer layout (proportional, mrope, imrope, axial) also admits the two
   // basic layouts: the properties draw the configuration's layout wherever a spec admits it
   // (focus_layout) and fall back to interleaved/half otherwise (e.g. proportional with an odd
@@ -71,9 +79,12 @@ class LayoutRestricted final : public Kernel {
 };
 
 struct Cell {
-  std::string text;  // "pass", "FAIL", "skip", "crashed (signal 11)", ...
+  std::string text;  // "pass", "FAIL", "n/a", "coverage", "mismatch", "crashed (signal 11)", ...
   bool failed = false;
-  std::string detail;  // counterexample / fault message
+  std::string detail;  // counterexample / fault message / reason not applicable
+  int cases = 0, budget = 0;
+  std::string kind;  // "", "wrong_results", "non_finite_output", "declaration_mismatch",
+                     // "coverage_failure", "not_applicable"
 };
 
 struct ConfigResult {
@@ -94,18 +105,67 @@ struct ConfigResult {
 // unwritten_output, input_modified, bad_reply), else non_finite_output, wrong_results (a property
 // or the differential check failed), or pass. A plugin that prints to stdout is not a fault: the
 // worker's stdout goes to stderr, so it cannot corrupt ropecheck's tables/JSON (classified pass).
+// Precedence: a fault, then a non-finite output (seen by the differential check or a property),
+// a declaration mismatch, wrong results, and last a coverage failure (nothing wrong was seen, but
+// the declared domain was not covered).
 std::string classification(const ConfigResult& r) {
   if (r.fault) return plugin::name(r.fault->kind);
-  if (r.nonfinite_output) return "non_finite_output";
-  bool failed = r.differential.failed;
-  for (const auto& pc : r.properties) failed = failed || pc.second.failed;
-  return failed ? "wrong_results" : "pass";
+  bool nonfinite = r.nonfinite_output, mismatch = false, wrong = false, coverage = false;
+  for (const Cell* c : [&] {
+         std::vector<const Cell*> v = {&r.differential};
+         for (const auto& pc : r.properties) v.push_back(&pc.second);
+         return v;
+       }()) {
+    if (!c->failed) continue;
+    nonfinite = nonfinite || c->kind == "non_finite_output";
+    mismatch = mismatch || c->kind == "declaration_mismatch";
+    coverage = coverage || c->kind == "coverage_failure";
+    wrong = wrong || c->kind == "wrong_results" || c->kind.empty();
+  }
+  if (nonfinite) return "non_finite_output";
+  if (mismatch) return "declaration_mismatch";
+  if (wrong) return "wrong_results";
+  if (coverage) return "coverage_failure";
+  return "pass";
 }
 
 std::string fmt(double v, int prec = 3) {
-  if (std::isnan(v)) return "nan";
+  if (std::isnan(v)) return "NaN";
   std::ostringstream o;
   o << std::setprecision(prec) << v;
+  return o.str();
+}
+
+// The declared domain in one line, as the properties read it.
+std::string describe_domain(const Domain& d) {
+  std::ostringstream o;
+  o << "head_dim ";
+  if (d.head_dims.empty()) {
+    o << "any";
+  } else {
+    o << "{";
+    for (std::size_t i = 0; i < d.head_dims.size(); ++i) o << (i ? "," : "") << d.head_dims[i];
+    o << "}";
+  }
+  const bool any_pos = d.min_position == std::numeric_limits<std::int64_t>::min() &&
+                       d.max_position == std::numeric_limits<std::int64_t>::max();
+  o << "; positions ";
+  if (any_pos)
+    o << "any int64";
+  else
+    o << "[" << d.min_position << ", " << d.max_position << "]";
+  o << "; magnitude scale " << (d.magnitude_scale ? "yes" : "no (scale = 1)") << "; in-place "
+    << (d.in_place ? "yes" : "no") << "; layouts bitwise symmetric "
+    << (d.layouts_bitwise_symmetric ? "yes" : "no (compared within the bound)");
+  return o.str();
+}
+
+// Every field of a declared policy.
+std::string describe_policy(const Policy& p) {
+  std::ostringstream o;
+  o << "angle " << name(p.angle) << ", table " << name(p.table) << ", arithmetic "
+    << name(p.arithmetic) << ", recipe " << name(p.recipe) << ", fused " << (p.fused ? "yes" : "no")
+    << ", trig_error " << p.trig_error;
   return o.str();
 }
 
@@ -134,9 +194,22 @@ bool fatal(const plugin::Fault& f) {
 }
 
 // Directed positions: table-size and power-of-two boundaries where f32 angle recipes and
-// cos/sin caches break, negatives (KV-cache shifts), and long context.
-const std::vector<std::int64_t> kPositions = {0,    1,     2,     255,    256,     2047, 2048,
-                                              4095, 65535, 65536, 131071, 1048575, -1,   -4096};
+// cos/sin caches break, negatives (KV-cache shifts), and long context; those in the declared
+// range, plus the range's own ends when it is narrower than int64 (e.g. INT32_MAX).
+std::vector<std::int64_t> directed_positions(const Domain& d) {
+  static const std::vector<std::int64_t> all = {0,    1,     2,     255,    256,     2047, 2048,
+                                                4095, 65535, 65536, 131071, 1048575, -1,   -4096};
+  std::vector<std::int64_t> p;
+  for (auto m : all)
+    if (m >= d.min_position && m <= d.max_position) p.push_back(m);
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  if (d.max_position != kMax && std::find(p.begin(), p.end(), d.max_position) == p.end())
+    p.push_back(d.max_position);
+  if (d.min_position != kMin && std::find(p.begin(), p.end(), d.min_position) == p.end())
+    p.push_back(d.min_position);
+  return p;
+}
 
 // Differential check of one configuration on directed specs/positions, in three call shapes
 // (contiguous, strided with gaps, in place). Guards run on every call inside the worker.
@@ -190,12 +263,58 @@ std::vector<RopeSpec> variant_specs(Layout l) {
 }
 
 // Positions per token on each axis of a multi-axis spec: distinct (t, h, w) so that a kernel
-// driving a pair by the wrong axis is caught, from the directed 1-D positions.
-std::vector<std::int64_t> axis_positions(std::int64_t n_axes) {
+// driving a pair by the wrong axis is caught, from the directed 1-D positions (kept in range).
+std::vector<std::int64_t> axis_positions(const std::vector<std::int64_t>& pos1, std::int64_t n_axes,
+                                         const Domain& d) {
   std::vector<std::int64_t> p;
-  for (std::int64_t m : kPositions)
-    for (std::int64_t a = 0; a < n_axes; ++a) p.push_back(a == 0 ? m : m / (a + 2) + 3 * a);
+  for (std::int64_t m : pos1)
+    for (std::int64_t a = 0; a < n_axes; ++a)
+      p.push_back(a == 0 ? m : std::clamp(m / (a + 2) + 3 * a, d.min_position, d.max_position));
   return p;
+}
+
+// The directed specs of a configuration: the declared head dims (or 64, 128, 80 with partial
+// rotary 32, 9 with an odd head_dim) with full rotary, a partial rotary of about half the pairs
+// and one with an odd number of pairs; those supports() accepts.
+std::vector<RopeSpec> directed_specs(const Kernel& k, Dtype dt, Layout l) {
+  const Domain d = k.domain();
+  std::vector<std::tuple<std::int64_t, std::int64_t, double>> shapes;
+  if (d.head_dims.empty()) {
+    shapes = {{64, 64, 1e4}, {128, 128, 5e5}, {80, 32, 1e4}, {9, 8, 1e6}};
+  } else {
+    int n = 0;
+    for (std::int64_t hd : d.head_dims) {
+      if (n++ == 6) break;  // a long list: its first six dims
+      const std::int64_t full = hd - hd % 2, np = full / 2;
+      const double base = n % 2 ? 1e4 : 5e5;
+      shapes.push_back({hd, full, base});
+      if (np >= 2) shapes.push_back({hd, 2 * (np / 2 - (np / 2) % 2), 1e6});  // even pair count
+      const std::int64_t odd = (np - 1) % 2 ? np - 1 : np - 2;  // an odd pair count below np
+      if (odd >= 1) shapes.push_back({hd, 2 * odd, 1e4});
+    }
+  }
+  std::vector<RopeSpec> specs;
+  for (auto [hd, rd, base] : shapes) {
+    if (rd < 2 || rd > hd) continue;
+    RopeSpec s;
+    s.head_dim = hd;
+    s.rotary_dim = rd;
+    s.base = base;
+    s.layout = l;
+    if (is_multi_axis(l)) {  // sections over rd/2 pairs: [n/4, 3n/8, rest] (>= 1 each)
+      const std::int64_t n = rd / 2, a = std::max<std::int64_t>(1, n / 4),
+                         b = std::max<std::int64_t>(1, 3 * n / 8);
+      s.sections = {a, b, n - a - b};
+    }
+    try {
+      s = s.normalized();
+    } catch (const SpecError&) {  // e.g. proportional with an odd head_dim
+      continue;
+    }
+    if (k.supports(s, dt) && std::find(specs.begin(), specs.end(), s) == specs.end())
+      specs.push_back(s);
+  }
+  return specs;
 }
 
 void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult& cr,
@@ -205,37 +324,20 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
   const int eb = traits(d).bytes;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> val(-2.0, 2.0);
-  std::vector<RopeSpec> specs;
-  for (auto [hd, rd, base] : {std::tuple<std::int64_t, std::int64_t, double>{64, 64, 1e4},
-                              {128, 128, 5e5},
-                              {80, 32, 1e4},   // partial rotary: pass-through dims
-                              {9, 8, 1e6}}) {  // odd head_dim
-    RopeSpec s;
-    s.head_dim = hd;
-    s.rotary_dim = rd;
-    s.base = base;
-    s.layout = cr.layout;
-    if (is_multi_axis(cr.layout)) {  // sections over rd/2 pairs: [n/4, 3n/8, rest] (>= 1 each)
-      const std::int64_t n = rd / 2, a = std::max<std::int64_t>(1, n / 4),
-                         b = std::max<std::int64_t>(1, 3 * n / 8);
-      s.sections = {a, b, n - a - b};
-    }
-    try {
-      specs.push_back(s.normalized());
-    } catch (const SpecError&) {  // e.g. proportional with an odd head_dim
-    }
-  }
+  const Domain dom = k.domain();
+  std::vector<RopeSpec> specs = directed_specs(k, d, cr.layout);
   for (const RopeSpec& s : extra_specs)
     if (s.layout == cr.layout) specs.push_back(s);
+  const std::vector<std::int64_t> pos1 = directed_positions(dom);
   int supported = 0;
-  std::string first_fail;
-  std::int64_t failures = 0;
+  std::string first_fail, first_mismatch;
+  std::int64_t failures = 0, mismatches = 0;
   for (const RopeSpec& spec : specs) {
     if (!k.supports(spec, d)) continue;
     ++supported;
-    const std::int64_t T = static_cast<std::int64_t>(kPositions.size()), H = 2, D = spec.head_dim;
+    const std::int64_t T = static_cast<std::int64_t>(pos1.size()), H = 2, D = spec.head_dim;
     const std::int64_t NA = spec.n_axes();
-    const std::vector<std::int64_t> pos = NA == 1 ? kPositions : axis_positions(NA);
+    const std::vector<std::int64_t> pos = NA == 1 ? pos1 : axis_positions(pos1, NA, dom);
     std::vector<double> x(static_cast<std::size_t>(T * H * D));
     for (auto& v : x) v = round_to_dtype(val(rng), d);
     // Exact results once per vector (shared by the three call shapes).
@@ -265,11 +367,18 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
       a.positions = pos.data();
       a.n_axes = NA;
       a.in = in.data();
+      if (shape == 2 && !dom.in_place) continue;  // declared out-of-place only
       a.out = shape == 2 ? static_cast<void*>(in.data()) : out.data();
       const KernelStatus st = k.apply(spec, a);
       if (pk.poisoned()) return;  // the fault is the verdict
       const char* shape_name[] = {"contiguous", "strided", "in-place"};
-      if (st == KernelStatus::unsupported) continue;
+      if (st == KernelStatus::unsupported) {
+        ++mismatches;
+        if (first_mismatch.empty())
+          first_mismatch = "apply() returned UNSUPPORTED for a spec supports() accepted: " +
+                           plugin::describe_call(spec, a);
+        continue;
+      }
       if (st != KernelStatus::ok) {
         ++failures;
         if (first_fail.empty())
@@ -289,7 +398,7 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
               ++failures;
               if (first_fail.empty())
                 first_fail = "pass-through element " + std::to_string(j) + " changed at token " +
-                             std::to_string(t) + " (position " + std::to_string(kPositions[t]) +
+                             std::to_string(t) + " (position " + std::to_string(pos[t * NA]) +
                              "), head " + std::to_string(h) + " [" + shape_name[shape] + "] " +
                              describe(spec);
             }
@@ -298,7 +407,8 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
             const double da = static_cast<double>(ref::exact(y(ia)) - ex[ia]);
             const double db = static_cast<double>(ref::exact(y(ib)) - ex[ib]);
             const double err = std::hypot(da, db);
-            if (!std::isfinite(y(ia)) || !std::isfinite(y(ib))) cr.nonfinite_output = true;
+            const bool finite = std::isfinite(y(ia)) && std::isfinite(y(ib));
+            if (!finite) cr.nonfinite_output = true;
             // The magnitude includes the variant's attention factor (yarn, longrope).
             const double sn = magnitude_f64(spec) * std::hypot(xv[ia], xv[ib]);
             const std::int64_t ax = NA == 1 ? 0 : spec.pair_axis(i);
@@ -313,11 +423,16 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
               ++failures;
               if (first_fail.empty()) {
                 std::ostringstream o;
-                o << "token " << t << " (position " << kPositions[t] << "), head " << h << ", pair "
-                  << i << " (elements " << ia << ", " << ib << "): error " << fmt(eu)
-                  << " u > bound " << fmt(sn > 0 ? bound / (sn * u) : bound) << " u; got ("
-                  << std::setprecision(9) << y(ia) << ", " << y(ib) << "), expected ("
-                  << static_cast<double>(ex[ia]) << ", " << static_cast<double>(ex[ib]) << ") ["
+                o << "token " << t << " (position " << pos[t * NA] << "), head " << h << ", pair "
+                  << i << " (elements " << ia << ", " << ib << "): ";
+                if (!finite)
+                  o << "non-finite output for a finite input";
+                else
+                  o << "error " << fmt(eu, 6) << " u > bound "
+                    << fmt(sn > 0 ? bound / (sn * u) : bound, 6) << " u";
+                o << "; got (" << std::hexfloat << y(ia) << ", " << y(ib) << "), expected ("
+                  << static_cast<double>(ex[ia]) << ", " << static_cast<double>(ex[ib])
+                  << ") from x = (" << xv[ia] << ", " << xv[ib] << ")" << std::defaultfloat << " ["
                   << shape_name[shape] << "] " << describe(spec);
                 first_fail = o.str();
               }
@@ -326,14 +441,24 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
         }
     }
   }
-  if (supported == 0) {
-    cr.differential = {"skip", false, "no directed spec supported"};
+  if (supported == 0 || cr.vectors == 0) {
+    cr.differential = {"coverage", true,
+                       "coverage: supports() accepted none of the directed specs of the declared "
+                       "domain, so no vector was checked"};
+    cr.differential.kind = "coverage_failure";
   } else if (failures) {
     cr.differential = {"FAIL", true,
                        std::to_string(failures) + " failure(s); first: " + first_fail};
+    cr.differential.kind = cr.nonfinite_output ? "non_finite_output" : "wrong_results";
+  } else if (mismatches) {
+    cr.differential = {"mismatch", true,
+                       std::string(props::kMismatchPrefix) + std::to_string(mismatches) +
+                           " call(s); first: " + first_mismatch};
+    cr.differential.kind = "declaration_mismatch";
   } else {
     cr.differential = {"pass", false, ""};
   }
+  cr.differential.cases = static_cast<int>(cr.vectors);
 }
 
 int max_success_for(const std::string& budget) {
@@ -344,6 +469,163 @@ int max_success_for(const std::string& budget) {
   if (budget == "standard") return 100;  // RapidCheck's own default
   if (budget == "deep") return 1000;
   throw UsageError("--budget must be quick, standard or deep (got '" + budget + "')");
+}
+
+// Shrinking through the isolated worker costs a few ms a call; 4000 calls keep a failing
+// property's shrinking to seconds while still reaching small counterexamples.
+constexpr long kShrinkCalls = 4000;
+
+// One property on one configuration, as a cell of the table. Cases are drawn inside the
+// plugin's declared domain; the cell carries how many ran of the budget.
+Cell run_property(plugin::PluginKernel& pk, const Kernel& k, props::Property p, Dtype d, Layout l,
+                  const ValidateOptions& o, bool variants, const std::optional<RopeSpec>& hf_spec) {
+  pk.reset();
+  props::Options popt;
+  popt.max_success = max_success_for(o.budget);
+  popt.seed = o.seed;
+  popt.max_shrink_calls = kShrinkCalls;
+  popt.id = props::test_id("Validate", pk.name(), d, p) + "_" + name(l);
+  popt.variants = variants || hf_spec.has_value();
+  // The 1-D layouts keep drawing every scaling kind; a configuration of a newer layout draws that
+  // layout (else nearly every case would be discarded by the restriction).
+  if (popt.variants && (hf_spec || (l != Layout::interleaved && l != Layout::half)))
+    popt.focus_layout = l;
+  if (hf_spec && hf_spec->scaling.kind != ScalingKind::none)
+    popt.focus_scaling = hf_spec->scaling.kind;
+  // LayoutsArePermutations relates the two layouts, so it sees the unrestricted plugin (and the
+  // verdict is the same in both layout columns of a dtype).
+  const bool both = p == props::Property::LayoutsArePermutations;
+  const auto v = both ? props::check(p, pk, d, popt) : props::check(p, k, d, popt);
+  Cell c;
+  c.cases = v.cases;
+  c.budget = v.budget;
+  c.detail = v.message;
+  if (v.shrink_budget_spent)
+    c.detail += "\n  (shrinking stopped after its budget of " + std::to_string(kShrinkCalls) +
+                " plugin calls: the smallest counterexample found so far)";
+  if (o.verbose && !v.details.empty()) c.detail += "\n" + v.details;
+  switch (v.status) {
+    case props::Status::passed:
+      c.text = "pass " + std::to_string(v.cases);
+      break;
+    case props::Status::not_applicable:
+      c.text = "n/a";
+      c.kind = "not_applicable";
+      break;
+    case props::Status::gave_up:
+      c.text = "coverage " + std::to_string(v.cases) + "/" + std::to_string(v.budget);
+      c.failed = true;
+      c.kind = "coverage_failure";
+      break;
+    case props::Status::mismatch:
+      c.text = "mismatch";
+      c.failed = true;
+      c.kind = "declaration_mismatch";
+      break;
+    case props::Status::failed:
+      c.text = "FAIL";
+      c.failed = true;
+      c.kind = v.non_finite ? "non_finite_output" : "wrong_results";
+      break;
+  }
+  return c;
+}
+
+// The command that reruns exactly one check of one configuration: every configuration and
+// property draws its cases from --seed alone, so it replays the same cases and shrinks to the
+// same counterexample.
+std::string replay_command(const ValidateOptions& o, const ConfigResult& r,
+                           const std::string& check) {
+  std::ostringstream c;
+  c << "ropecheck validate --plugin " << o.plugin << " --dtypes " << name(r.dtype) << " --layouts "
+    << name(r.layout) << " --properties " << check << " --budget " << o.budget << " --seed "
+    << o.seed;
+  if (o.timeout != 10.0) c << " --timeout " << o.timeout;
+  if (!o.hf.path.empty()) c << " --hf-config " << o.hf.path;
+  if (o.hf.seq_len) c << " --seq-len " << o.hf.seq_len;
+  return c.str();
+}
+
+// The table (rows: checks; columns: configurations; cells: cases run, n/a, or the failure), the
+// reasons for n/a grouped by property, then each failure with its counterexample and one replay
+// command. Returns whether anything failed.
+bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptions& o) {
+  const int w0 = 33, w = 30;  // w0: the longest property name (31) + 2
+  std::cout << "\n" << std::left << std::setw(w0) << "check (cases run)";
+  for (const auto& r : results)
+    std::cout << std::setw(w) << (std::string(name(r.dtype)) + " " + name(r.layout));
+  std::cout << "\n" << std::setw(w0) << "Differential (vectors, err, %)";
+  for (const auto& r : results) {
+    std::string cell = r.differential.text;
+    if (r.vectors && (cell == "pass" || cell == "FAIL"))
+      cell += " " + std::to_string(r.vectors) + " (" + fmt(r.worst_u) + "u " +
+              fmt(100 * r.worst_util, 3) + "%)";
+    std::cout << std::setw(w) << cell << (cell.size() >= static_cast<std::size_t>(w) ? " " : "");
+  }
+  std::cout << "\n";
+  for (std::size_t i = 0; i < props::all_properties().size(); ++i) {
+    std::cout << std::setw(w0) << props::name(props::all_properties()[i]);
+    for (const auto& r : results) std::cout << std::setw(w) << r.properties[i].second.text;
+    std::cout << "\n";
+  }
+  std::cout << "(cases: property cases that ran and held, of " << max_success_for(o.budget)
+            << " per property; vectors: differential vectors vs the exact reference; err: worst "
+               "per-pair error in units of the dtype's unit roundoff; %: of the derived bound for "
+               "the declared policy)\n";
+  // Not applicable: the reason follows from the declaration; one line per property and reason.
+  std::map<std::string, std::vector<std::string>> na;
+  for (const auto& r : results)
+    for (const auto& [p, c] : r.properties)
+      if (c.kind == "not_applicable")
+        na[std::string(props::name(p)) + ": " + c.detail].push_back(std::string(name(r.dtype)) +
+                                                                    " " + name(r.layout));
+  if (!na.empty()) std::cout << "\nnot applicable (follows from the declaration):\n";
+  for (const auto& [what, cfgs] : na) {
+    std::cout << "  " << what << " [";
+    for (std::size_t i = 0; i < cfgs.size(); ++i) std::cout << (i ? ", " : "") << cfgs[i];
+    std::cout << "]\n";
+  }
+  bool any_fail = false;
+  for (const auto& r : results) {
+    const std::string cfg = std::string(name(r.dtype)) + " " + name(r.layout);
+    auto show = [&](const std::string& check, const Cell& c) {
+      if (!c.failed) return;
+      any_fail = true;
+      if (c.text == "not run") return;
+      std::cout << "\n[" << cfg << "] " << check << ": " << c.text;
+      if (check != "Differential" && (c.kind == "wrong_results" || c.kind == "non_finite_output"))
+        std::cout << " after " << c.cases << " passing case(s)";
+      std::cout << "\n  " << c.detail << "\n  replay: " << replay_command(o, r, check) << "\n";
+    };
+    show("Differential", r.differential);
+    for (const auto& [p, c] : r.properties) show(props::name(p), c);
+  }
+  return any_fail;
+}
+
+nlohmann::json cell_json(const Cell& c) {
+  return {{"result", c.text},
+          {"classification", c.kind.empty() ? (c.failed ? "fault" : "pass") : c.kind},
+          {"cases", c.cases},
+          {"budget", c.budget},
+          {"detail", c.detail}};
+}
+
+nlohmann::json config_json(const ConfigResult& r, const ValidateOptions& o) {
+  nlohmann::json jc{
+      {"dtype", name(r.dtype)}, {"layout", name(r.layout)}, {"classification", classification(r)}};
+  nlohmann::json diff = cell_json(r.differential);
+  diff["worst_pair_error_u"] = r.worst_u;
+  diff["worst_bound_utilization"] = r.worst_util;
+  diff["vectors"] = r.vectors;
+  if (r.differential.failed) diff["replay"] = replay_command(o, r, "Differential");
+  jc["differential"] = diff;
+  for (const auto& [p, c] : r.properties) {
+    nlohmann::json jp = cell_json(c);
+    if (c.failed && c.text != "not run") jp["replay"] = replay_command(o, r, props::name(p));
+    jc["properties"][props::name(p)] = jp;
+  }
+  return jc;
 }
 
 void run_validate(const ValidateOptions& o) {
@@ -402,7 +684,14 @@ void run_validate(const ValidateOptions& o) {
   });
   const auto& desc = pk->descriptor();
   std::cout << "ropecheck validate: plugin '" << desc.name << "' (" << o.plugin << ", ABI "
-            << desc.abi_version << ")\n  " << desc.description << "\n";
+            << desc.abi_version << ")\n  " << desc.description
+            << "\n  declared domain: " << describe_domain(pk->domain()) << "\n";
+  if (desc.abi_version < ROPECHECK_PLUGIN_ABI_VERSION)
+    std::cout << "  note: plugin built for ABI " << desc.abi_version
+              << ": loaded with that ABI's meaning (trig_error 2, any position, magnitude scale "
+                 "passed, in-place calls, layouts compared within the bound); rebuild against "
+                 "this ropecheck/plugin.h (ABI "
+              << ROPECHECK_PLUGIN_ABI_VERSION << ") to declare them\n";
   // ABI 2 carries every variant: a plugin that declares scaling kinds or the newer layouts gets
   // the property suite's variant generator and the directed variant specs.
   const bool variants = desc.scalings != 0 || (desc.layouts & ~0x3u) != 0;
@@ -416,6 +705,14 @@ void run_validate(const ValidateOptions& o) {
         if (desc.scalings & ROPECHECK_SCALING_BIT(static_cast<int>(v.scaling.kind)))
           extra_specs.push_back(std::move(v));
   }
+  // --properties: the checks to run (the replay command narrows to one).
+  auto wanted = [&](const std::string& check) {
+    return o.properties.empty() ||
+           std::find(o.properties.begin(), o.properties.end(), check) != o.properties.end();
+  };
+  for (const auto& f : o.properties)
+    if (f != "Differential" && !props::parse_property(f))
+      throw UsageError("--properties: '" + f + "' is not Differential or a property name");
 
   // Sharding (gtest protocol): the supported configurations, in this order, are dealt round-robin;
   // shard i keeps configuration c when c mod n == i, so the n shards together run each once.
@@ -430,14 +727,15 @@ void run_validate(const ValidateOptions& o) {
       if (!(desc.layouts & ROPECHECK_LAYOUT_BIT(static_cast<int>(l)))) continue;
       if (config_index++ % shard.total != shard.index) continue;
       ConfigResult cr{d, l, {}, 0, 0, 0, {}, false, std::nullopt};
-      const Policy pol = pk->policy(d);
-      std::cerr << "[validate] " << name(d) << " " << name(l) << " (declared policy: angle "
-                << name(pol.angle) << ", table " << name(pol.table) << ", arithmetic "
-                << name(pol.arithmetic) << ")\n";
+      std::cerr << "[validate] " << name(d) << " " << name(l)
+                << " (declared policy: " << describe_policy(pk->policy(d)) << ")\n";
       LayoutRestricted k(*pk, l);
       pk->reset();
       ref::set_precision_bits(ref::default_bits(d));
-      differential(*pk, k, cr, o.seed, extra_specs);
+      if (wanted("Differential"))
+        differential(*pk, k, cr, o.seed, extra_specs);
+      else
+        cr.differential = {"not run", false, "not selected (--properties)"};
       std::optional<plugin::Fault> config_fault;
       if (pk->poisoned()) {
         const auto& f = pk->faults().front();
@@ -448,45 +746,17 @@ void run_validate(const ValidateOptions& o) {
       }
       for (props::Property p : props::all_properties()) {
         Cell c;
-        if (config_fault) {
+        if (!wanted(props::name(p))) {
+          c = {"not run", false, "not selected (--properties)"};
+        } else if (config_fault) {
           c = {"not run", true, "configuration faulted: " + fault_short(*config_fault)};
         } else {
-          pk->reset();
-          props::Options popt;
-          popt.max_success = max_success;
-          popt.seed = o.seed;
-          popt.id = props::test_id("Validate", desc.name, d, p) + "_" + name(l);
-          popt.variants = variants || hf_spec.has_value();
-          // The 1-D layouts keep drawing every scaling kind; a configuration of a newer layout
-          // draws that layout (else nearly every case would be discarded by the restriction).
-          if (popt.variants && (hf_spec || (l != Layout::interleaved && l != Layout::half)))
-            popt.focus_layout = l;
-          if (hf_spec && hf_spec->scaling.kind != ScalingKind::none)
-            popt.focus_scaling = hf_spec->scaling.kind;
-          // LayoutsArePermutations relates the two layouts, so it sees the unrestricted plugin
-          // (and the verdict is the same in both layout columns of a dtype).
-          const bool both = p == props::Property::LayoutsArePermutations;
-          const auto v = both ? props::check(p, *pk, d, popt) : props::check(p, k, d, popt);
+          c = run_property(*pk, k, p, d, l, o, variants, hf_spec);
           if (pk->poisoned()) {
             const auto& f = pk->faults().front();
             c = {fault_short(f), true, f.message()};
             if (!cr.fault) cr.fault = f;
             if (fatal(f)) config_fault = f;  // a crash or hang would repeat in every property
-          } else {
-            switch (v.status) {
-              case props::Status::passed:
-                c = {"pass", false, ""};
-                break;
-              case props::Status::skipped:
-                c = {"skip", false, v.message};
-                break;
-              case props::Status::gave_up:
-                c = {"gave up", true, v.message};
-                break;
-              case props::Status::failed:
-                c = {"FAIL", true, v.message};
-                break;
-            }
           }
         }
         cr.properties.push_back({p, c});
@@ -497,65 +767,9 @@ void run_validate(const ValidateOptions& o) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (results.empty()) throw UsageError("the plugin supports none of the requested dtypes/layouts");
 
-  // Summary: rows are checks, columns configurations.
-  const int w0 = 33, w = 27;  // w0: the longest property name (31) + 2
-  std::cout << "\n" << std::left << std::setw(w0) << "check";
-  for (const auto& r : results)
-    std::cout << std::setw(w) << (std::string(name(r.dtype)) + " " + name(r.layout));
-  std::cout << "\n" << std::setw(w0) << "Differential (worst err, u)";
-  for (const auto& r : results) {
-    std::string cell = r.differential.text;
-    if (r.vectors && (cell == "pass" || cell == "FAIL"))
-      cell += " (" + fmt(r.worst_u) + " u, " + fmt(100 * r.worst_util, 3) + "%)";
-    std::cout << std::setw(w) << cell << (cell.size() >= static_cast<std::size_t>(w) ? " " : "");
-  }
-  std::cout << "\n";
-  bool any_fail = false;
-  for (std::size_t i = 0; i < props::all_properties().size(); ++i) {
-    std::cout << std::setw(w0) << props::name(props::all_properties()[i]);
-    for (const auto& r : results) std::cout << std::setw(w) << r.properties[i].second.text;
-    std::cout << "\n";
-  }
-  std::cout << "(worst err: max per-pair error relative to the pair norm in units of the dtype's "
-               "unit roundoff; % = of the derived bound for the declared policy)\n";
+  const bool any_fail = print_summary(results, o);
   nlohmann::json jconf = nlohmann::json::array();
-  for (const auto& r : results) {
-    const std::string cfg = std::string(name(r.dtype)) + " " + name(r.layout);
-    nlohmann::json jc{{"dtype", name(r.dtype)},
-                      {"layout", name(r.layout)},
-                      {"classification", classification(r)},
-                      {"differential",
-                       {{"result", r.differential.text},
-                        {"worst_pair_error_u", r.worst_u},
-                        {"worst_bound_utilization", r.worst_util},
-                        {"vectors", r.vectors},
-                        {"detail", r.differential.detail}}}};
-    if (r.differential.failed) {
-      any_fail = true;
-      std::cout << "\n[" << cfg << "] Differential: " << r.differential.detail << "\n";
-    }
-    for (const auto& [p, c] : r.properties) {
-      jc["properties"][props::name(p)] = {{"result", c.text}, {"detail", c.detail}};
-      if (!c.failed) continue;
-      any_fail = true;
-      if (c.text == "not run") continue;
-      std::cout << "\n[" << cfg << "] " << props::name(p) << ": " << c.text << "\n"
-                << c.detail << "\n";
-    }
-    // Every configuration draws its cases from --seed alone, so narrowing the run to the failing
-    // configuration replays exactly the same cases and shrinks to the same counterexample.
-    if (r.differential.failed || std::any_of(r.properties.begin(), r.properties.end(),
-                                             [](const auto& pc) { return pc.second.failed; })) {
-      std::string replay = "ropecheck validate --plugin " + o.plugin + " --dtypes " +
-                           name(r.dtype) + " --layouts " + name(r.layout) + " --budget " +
-                           o.budget + " --seed " + std::to_string(o.seed);
-      if (!o.hf.path.empty()) replay += " --hf-config " + o.hf.path;
-      if (o.hf.seq_len) replay += " --seq-len " + std::to_string(o.hf.seq_len);
-      std::cout << "[" << cfg << "] replay: " << replay << "\n";
-      jc["replay"] = replay;
-    }
-    jconf.push_back(jc);
-  }
+  for (const auto& r : results) jconf.push_back(config_json(r, o));
   std::string overall = "pass";
   std::cout << "\nclassification:";
   for (const auto& r : results) {
@@ -563,10 +777,14 @@ void run_validate(const ValidateOptions& o) {
     if (overall == "pass") overall = c;
     std::cout << " " << name(r.dtype) << " " << name(r.layout) << " = " << c << ";";
   }
+  int budget_cases = 0;
+  for (const auto& r : results)
+    for (const auto& pc : r.properties) budget_cases += pc.second.cases;
   std::cout << "\n"
             << (any_fail ? "FAIL" : "PASS") << ": " << results.size() << " configuration(s), "
-            << pk->calls() << " plugin calls, " << fmt(secs, 3) << " s (budget " << o.budget << ", "
-            << max_success << " cases per property)\n";
+            << budget_cases << " property cases, " << pk->calls() << " plugin calls, "
+            << fmt(secs, 3) << " s (budget " << o.budget << ", " << max_success
+            << " cases per property)\n";
 
   if (!o.out.empty() && results.empty())
     std::cout << "shard " << shard.index << "/" << shard.total
@@ -633,6 +851,12 @@ void add_validate(CLI::App& app) {
   add_hf_config_options(cmd, o->hf,
                         "validate on this Hugging Face config.json's RoPE spec (differential on "
                         "the exact spec, properties focused on its scaling kind and layout)");
+  cmd->add_option("--properties", o->properties,
+                  "run only these checks (Differential and/or property names; the replay "
+                  "command of a failure names its one)")
+      ->delimiter(',');
+  cmd->add_flag("--verbose", o->verbose,
+                "with each failure, also RapidCheck's full report (every generated value)");
   cmd->add_option("--shard", o->shard,
                   "i/n: check only configurations c with c mod n == i (default: "
                   "GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS when set)");

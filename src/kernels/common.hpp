@@ -34,6 +34,13 @@ KernelStatus dispatch_dtype(Dtype d, F&& f) {
 
 class BuiltinKernel : public Kernel {
  public:
+  // Any head_dim and position, scale and in-place; both layouts run the same operations per pair
+  // (only the indexing differs), so they are bitwise symmetric by construction.
+  Domain domain() const override {
+    Domain d;
+    d.layouts_bitwise_symmetric = true;
+    return d;
+  }
   bool supports(const RopeSpec& spec, Dtype d) const override {
     const bool basic = spec.scaling.kind == ScalingKind::none &&
                        (spec.layout == Layout::interleaved || spec.layout == Layout::half);

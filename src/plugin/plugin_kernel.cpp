@@ -293,23 +293,46 @@ std::unique_ptr<PluginKernel> PluginKernel::load(const std::string& path, const 
     ok = rd.get(p);
     if (!ok) break;
     if ((d.dtypes & ROPECHECK_DTYPE_BIT(i)) == 0) continue;
+    // ABI 2 had no trig_error (reserved bytes, 0) and no ladder recipe.
+    const double trig = d.abi_version >= 3 ? p.trig_error : 0.0;
+    const std::int32_t max_recipe =
+        d.abi_version >= 3 ? ROPECHECK_RECIPE_LADDER_F32 : ROPECHECK_RECIPE_HF_F32;
     if (!valid_precision(p.angle) || !valid_precision(p.table) || !valid_precision(p.arithmetic) ||
-        (p.recipe != ROPECHECK_RECIPE_POW_PRODUCT && p.recipe != ROPECHECK_RECIPE_HF_F32)) {
+        p.recipe < ROPECHECK_RECIPE_POW_PRODUCT || p.recipe > max_recipe) {
       k->kill_worker();
       throw LoadError("plugin '" + d.name + "' declares an invalid precision policy for dtype " +
                       ropecheck::name(static_cast<Dtype>(i)));
+    }
+    if (!std::isfinite(trig) || trig < 0) {
+      k->kill_worker();
+      throw LoadError("plugin '" + d.name + "' declares trig_error " + std::to_string(trig) +
+                      " for dtype " + ropecheck::name(static_cast<Dtype>(i)) +
+                      " (must be finite and >= 0; 0 means the default 2)");
     }
     d.policies[i] = Policy{static_cast<Precision>(p.angle),
                            static_cast<Precision>(p.table),
                            static_cast<Precision>(p.arithmetic),
                            static_cast<AngleRecipe>(p.recipe),
                            p.fused != 0,
-                           "third-party plugin (declared policy)"};
+                           "third-party plugin (declared policy)",
+                           trig == 0 ? 2.0 : trig};
   }
-  ok = ok && rd.get(d.scalings) && rd.get(d.flags);
+  ok = ok && rd.get(d.scalings) && rd.get(d.flags) && rd.get(d.min_position) &&
+       rd.get(d.max_position);
   if (!ok) {
     k->kill_worker();
     throw LoadError("plugin '" + path + "': malformed descriptor reply");
+  }
+  if (d.abi_version < 3) {
+    // ABI 2 always passed scale != 1 and knew no position range: keep that meaning.
+    d.flags |= ROPECHECK_FLAG_MAGNITUDE_SCALE;
+    d.min_position = d.max_position = 0;
+  }
+  if (d.min_position > d.max_position) {
+    k->kill_worker();
+    throw LoadError("plugin '" + d.name + "' declares min_position " +
+                    std::to_string(d.min_position) + " > max_position " +
+                    std::to_string(d.max_position));
   }
   d.has_supports = has_supports != 0;
   if ((d.dtypes & ROPECHECK_DTYPE_BIT_ALL) == 0)
@@ -325,6 +348,19 @@ PluginKernel::~PluginKernel() {
     ipc::send(worker_->to_child, ipc::Msg::quit, {}, ipc::now_s() + 1.0);
   }
   kill_worker();
+}
+
+Domain PluginKernel::domain() const {
+  Domain d;
+  d.head_dims = desc_.head_dims;
+  if (desc_.min_position != 0 || desc_.max_position != 0) {
+    d.min_position = desc_.min_position;
+    d.max_position = desc_.max_position;
+  }
+  d.magnitude_scale = (desc_.flags & ROPECHECK_FLAG_MAGNITUDE_SCALE) != 0;
+  d.in_place = (desc_.flags & ROPECHECK_FLAG_NO_IN_PLACE) == 0;
+  d.layouts_bitwise_symmetric = (desc_.flags & ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC) != 0;
+  return d;
 }
 
 std::string PluginKernel::name() const { return desc_.name; }
@@ -403,6 +439,14 @@ KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) cons
   if (a.real_positions && !(desc_.flags & ROPECHECK_FLAG_REAL_POSITIONS))
     return KernelStatus::unsupported;
   if (a.n_axes != 1 && a.n_axes != spec.n_axes()) return KernelStatus::error;
+  // The host keeps the declared contract; a caller that does not gets an error, never a call.
+  if (spec.scale != 1 && !(desc_.flags & ROPECHECK_FLAG_MAGNITUDE_SCALE))
+    return KernelStatus::error;
+  if ((desc_.flags & ROPECHECK_FLAG_NO_IN_PLACE) && a.in == a.out) return KernelStatus::error;
+  if ((desc_.min_position != 0 || desc_.max_position != 0) && a.positions)
+    for (std::int64_t i = 0; i < a.n_tokens * a.n_axes; ++i)
+      if (a.positions[i] < desc_.min_position || a.positions[i] > desc_.max_position)
+        return KernelStatus::error;
   if (a.n_tokens < 0 || a.n_heads < 0 || !a.in || !a.out ||
       (a.n_tokens > 0 && !a.positions && !a.real_positions))
     return KernelStatus::error;

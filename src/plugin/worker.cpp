@@ -350,11 +350,14 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
         " (a ropecheck plugin defines it with ROPECHECK_PLUGIN_EXPORT, see ropecheck/plugin.h)");
   const ropecheck_plugin* d = entry(ROPECHECK_PLUGIN_ABI_VERSION);
   if (!d) load_error(ROPECHECK_PLUGIN_ENTRY_SYMBOL "() returned NULL");
-  if (d->abi_version != ROPECHECK_PLUGIN_ABI_VERSION)
+  // ABI 2 descriptors have the same layout; their reserved bytes (0) read as ABI 3's defaults.
+  if (d->abi_version < ROPECHECK_PLUGIN_ABI_VERSION_MIN ||
+      d->abi_version > ROPECHECK_PLUGIN_ABI_VERSION)
     load_error("plugin was built for ABI version " + std::to_string(d->abi_version) +
                "; this ropecheck speaks ABI version " +
-               std::to_string(ROPECHECK_PLUGIN_ABI_VERSION) +
-               " (rebuild it against this ropecheck/plugin.h)");
+               std::to_string(ROPECHECK_PLUGIN_ABI_VERSION) + " (and loads ABI " +
+               std::to_string(ROPECHECK_PLUGIN_ABI_VERSION_MIN) +
+               " plugins); rebuild it against this ropecheck/plugin.h");
   if (d->struct_size < sizeof(ropecheck_plugin))
     load_error("descriptor struct_size " + std::to_string(d->struct_size) + " < " +
                std::to_string(sizeof(ropecheck_plugin)) + " (header mismatch)");
@@ -375,6 +378,8 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
   for (int i = 0; i < ROPECHECK_DTYPE_COUNT; ++i) w.put(d->policies[i]);
   w.put<std::uint32_t>(d->scalings);
   w.put<std::uint32_t>(d->flags);
+  w.put<std::int64_t>(d->min_position);
+  w.put<std::int64_t>(d->max_position);
   send_or_die(wfd, ipc::Msg::hello, w.buf);
 
   std::vector<char> req;

@@ -42,6 +42,11 @@ struct Options {
   std::optional<int> max_success;
   std::optional<std::uint64_t> seed;
   bool shrink = true;
+  // Kernel calls the shrinking of one failure may make (0: no limit). Each shrink step re-runs the
+  // property; through a plugin worker that is a few ms a call, and a failure over many elements
+  // can take hundreds of thousands of steps. Counted in calls, not seconds, so a replay shrinks
+  // to the same counterexample. Once spent, the counterexample is the smallest found so far.
+  long max_shrink_calls = 0;
   // RapidCheck test id, used to key `reproduce=` in RC_PARAMS. Default
   // "<suite>/<kernel>_<dtype>.<Property>" with suite "Properties".
   std::string id;
@@ -55,15 +60,35 @@ struct Options {
   std::optional<Layout> focus_layout;
 };
 
-// gave_up: too many generated cases were discarded (kernel rejects most specs); counts as a
-// failure for a gate, but is not a counterexample.
-enum class Status { passed, failed, skipped, gave_up };
+// The outcome of one property on one kernel x dtype.
+//   passed          every case of the budget ran and held (cases == budget)
+//   failed          a counterexample (message: the minimal one after shrinking)
+//   not_applicable  the declared domain rules the property out (message: which declaration)
+//   gave_up         coverage failure: too many generated cases could not be drawn inside the
+//                   domain; counts as a failure of a gate, but is not a counterexample
+//   mismatch        declaration mismatch: the kernel returned unsupported for a call inside its
+//                   declared domain (supports() accepted the spec)
+enum class Status { passed, failed, not_applicable, gave_up, mismatch };
+
+// Message prefixes of the failures that get their own classification.
+inline constexpr const char* kMismatchPrefix = "declaration mismatch: ";
+inline constexpr const char* kNonFinitePrefix = "non-finite output: ";
+
+// passed is the only status a gate accepts besides not_applicable.
+inline bool is_failure(Status s) { return s != Status::passed && s != Status::not_applicable; }
 
 struct Verdict {
   Status status = Status::passed;
-  int cases = 0;        // successful cases run (passed) or before the failure (failed)
-  std::string message;  // RapidCheck's failure report incl. the counterexample and reproduce
-                        // string; the skip reason when skipped
+  int cases = 0;   // cases that ran and held (passed: all of them; else before the failure)
+  int budget = 0;  // cases asked for (0 when RC_PARAMS decides and the property did not run)
+  // failed because a finite input gave a non-finite output (classified non_finite_output).
+  bool non_finite = false;
+  // The counterexample (failed, mismatch), the reason (not_applicable, gave_up). One paragraph
+  // written by the property: spec, positions, inputs/outputs in hex floats, exact values, bound.
+  std::string message;
+  // RapidCheck's full report (the generated values of every draw), for --verbose.
+  std::string details;
+  bool shrink_budget_spent = false;  // the counterexample is the smallest found within the budget
 };
 
 // Test id as in the test names: "<suite>/<kernel>_<dtype>.<Property>".

@@ -24,11 +24,18 @@
  *
  *     #include "ropecheck/plugin.h"
  *     static int my_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* user) {...}
+ *     static const int64_t dims[] = {64, 128};
  *     static const ropecheck_plugin desc = {
- *         ROPECHECK_PLUGIN_ABI_VERSION, sizeof(ropecheck_plugin), "my_rope", "my kernel",
- *         ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32), ROPECHECK_LAYOUT_BIT_1D, NULL, 0,
- *         {{...policy for f64...}, {...f32...}, {...f16...}, {...bf16...}},
- *         NULL, my_apply, NULL, ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_LINEAR), 0};
+ *         .abi_version = ROPECHECK_PLUGIN_ABI_VERSION, .struct_size = sizeof(ropecheck_plugin),
+ *         .name = "my_rope", .description = "my kernel",
+ *         .dtypes = ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32),
+ *         .layouts = ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF), .head_dims = dims, .n_head_dims = 2,
+ *         .policies = {[ROPECHECK_DTYPE_F32] = {.angle = ROPECHECK_DTYPE_F32,
+ *                                               .table = ROPECHECK_DTYPE_F32,
+ *                                               .arithmetic = ROPECHECK_DTYPE_F32,
+ *                                               .recipe = ROPECHECK_RECIPE_HF_F32}},
+ *         .apply = my_apply,
+ *         .min_position = 0, .max_position = INT32_MAX};  // int32, non-negative positions
  *     ROPECHECK_PLUGIN_EXPORT const ropecheck_plugin* ropecheck_plugin_entry(uint32_t v) {
  *       (void)v; return &desc;
  *     }
@@ -48,8 +55,20 @@ extern "C" {
  *   2: every scaling variant with all its parameters (ropecheck_scaling), the proportional, mrope,
  *      imrope and axial layouts with their sections, n_axes positions per token and optional real
  *      positions. The loader refuses plugins built for ABI 1 (rebuild against this header: a v1
- *      plugin only needs its initializers adjusted, see src/examples/plugins/c_rope.c). */
-#define ROPECHECK_PLUGIN_ABI_VERSION 2u
+ *      plugin only needs its initializers adjusted, see src/examples/plugins/c_rope.c).
+ *   3: the declared DOMAIN is a contract: ropecheck_policy.trig_error, the LADDER_F32 recipe
+ *      (ggml / llama.cpp), a declared position range (min_position / max_position), and the flags
+ *      MAGNITUDE_SCALE (scale != 1 is only passed to plugins that declare it), NO_IN_PLACE and
+ *      LAYOUTS_BITWISE_SYMMETRIC. Every property draws its cases inside the declared domain; an
+ *      UNSUPPORTED return for a call inside it is a declaration mismatch (a failure).
+ *      Plugins built for ABI 2 are still loaded, with the ABI 2 meaning of their descriptor: the
+ *      same struct layout, the new fields read as their defaults (trig_error 2, any position,
+ *      in-place calls allowed, layouts compared within the derived bound) and MAGNITUDE_SCALE set,
+ *      because ABI 2 always passed scale != 1. ropecheck prints a note saying so; rebuilding
+ *      against this header (no source change needed) lets a plugin declare the new fields. */
+#define ROPECHECK_PLUGIN_ABI_VERSION 3u
+/* The oldest descriptor version the loader accepts (see above). */
+#define ROPECHECK_PLUGIN_ABI_VERSION_MIN 2u
 #define ROPECHECK_PLUGIN_ENTRY_SYMBOL "ropecheck_plugin_entry"
 
 #if defined(_WIN32)
@@ -109,12 +128,31 @@ extern "C" {
 /* apply() reads ropecheck_tensor.real_positions when it is non-NULL. Without this flag, calls with
  * real-valued positions are skipped without calling the plugin. */
 #define ROPECHECK_FLAG_REAL_POSITIONS 0x1u
+/* ABI 3: apply() honours spec->scale != 1 (a magnitude multiplying every rotation block). Without
+ * this flag every call has scale == 1 exactly; with it, about one call in five has a scale != 1
+ * (0.5, 2, or a value in (0.5, 2) that is not a power of two). A scaling variant's attention
+ * factor (yarn, longrope) is part of the variant, not of this flag. */
+#define ROPECHECK_FLAG_MAGNITUDE_SCALE 0x2u
+/* ABI 3: apply() is never called with out == in (an out-of-place-only kernel). Without this flag
+ * in-place calls are part of the domain: InPlaceEqualsOutOfPlace compares them bit for bit with
+ * the out-of-place result. */
+#define ROPECHECK_FLAG_NO_IN_PLACE 0x4u
+/* ABI 3: the kernel's half layout applied to P x is bit for bit P times its interleaved layout
+ * applied to x (P gathers even then odd rotated dims): the same operations per pair, only the
+ * indexing differs. Without this flag LayoutsArePermutations compares the two within the derived
+ * pair bound of each call, since two compiled code paths may contract to FMA differently. */
+#define ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC 0x8u
 
 /* How the kernel turns (spec, position) into an angle (see Policy in ropecheck/kernel.hpp).
  *   POW_PRODUCT: theta_i = pow(base, -2i/rotary_dim) and angle = m * theta_i, both in `angle`.
- *   HF_F32:      inv_freq = 1 / base^(arange(0, rd, 2)/rd) in f32, angle = f32(m) * inv_freq. */
+ *   HF_F32:      inv_freq = 1 / base^(arange(0, rd, 2)/rd) in f32, angle = f32(m) * inv_freq.
+ *   LADDER_F32:  ggml / llama.cpp CPU rope (ABI 3): theta_scale = powf(base, -2.0f/rd), then per
+ *                token theta = (float)m and, pair after pair, theta *= theta_scale, all in f32:
+ *                pair i's angle is m * theta_scale^i with i roundings, and theta_scale's own
+ *                error multiplied by i. */
 #define ROPECHECK_RECIPE_POW_PRODUCT 0
 #define ROPECHECK_RECIPE_HF_F32 1
+#define ROPECHECK_RECIPE_LADDER_F32 2
 
 /* Return values of apply(). Any other non-zero value is an error too. */
 #define ROPECHECK_OK 0
@@ -178,10 +216,37 @@ typedef struct ropecheck_spec {
 /* ---- one call's tensors ----------------------------------------------------------------------
  * n_tokens x n_heads vectors of head_dim elements. Element (t, h, j) is at
  * in/out + t * token_stride + h * head_stride + j (strides in ELEMENTS, not bytes), so
- * non-contiguous views are exercised. out may equal in (in-place); it never partially overlaps.
- * positions[t * n_axes + a] is token t's position on axis a (int64, may be negative). n_axes is 1
- * (one position per token, used on every axis of a multi-axis spec, i.e. t = h = w) or
- * spec->n_axes. */
+ * non-contiguous views are exercised. out may equal in (in-place, unless the plugin declares
+ * ROPECHECK_FLAG_NO_IN_PLACE); it never partially overlaps.
+ * positions[t * n_axes + a] is token t's position on axis a (int64). n_axes is 1 (one position
+ * per token, used on every axis of a multi-axis spec, i.e. t = h = w) or spec->n_axes.
+ *
+ * What a plugin is called with (ABI 3), and nothing else:
+ *   - dtype, layout, scaling kind and head_dim inside the descriptor's masks and head_dims list,
+ *     and only specs for which supports() (if given) returned non-zero;
+ *   - every position (every axis) inside [min_position, max_position] of the descriptor (any
+ *     int64 when both are 0): negative positions (KV-cache shifts, inverse rotations) only when
+ *     min_position < 0; the properties draw directed values (0, 1, 2^k - 1, 2^k, 2^k + 1 for the
+ *     table and float-conversion edges, the range's own ends) and log-uniform ones;
+ *   - n_tokens >= 1, n_heads >= 1 (up to a few dozen tokens and heads in a call);
+ *   - strides positive, head_stride >= head_dim, token_stride >= n_heads * head_stride (tokens
+ *     outermost, with gaps between heads and tokens in some calls); never zero or negative, never
+ *     overlapping vectors. Elements in the gaps must not be written;
+ *   - rotary_dim < head_dim (partial rotary, odd numbers of pairs, odd head_dim) whenever the
+ *     masks and supports() allow it: such calls are in the domain unless supports() rejects them;
+ *   - scale != 1 only with ROPECHECK_FLAG_MAGNITUDE_SCALE; out == in only without
+ *     ROPECHECK_FLAG_NO_IN_PLACE;
+ *   - inputs: finite values of the whole dtype range (subnormals, zero pairs, values near the
+ *     largest finite scaled so that outputs cannot overflow) and, in the special-value checks at
+ *     position 0 and in pass-through dims, +-0, +-inf and NaN.
+ * An UNSUPPORTED return for such a call is a declaration mismatch: the validation fails with
+ * classification `declaration_mismatch` (narrow the masks, head_dims or supports() instead).
+ *
+ * struct_size (here and in ropecheck_spec): the size of the struct as the HOST compiled it. Fields
+ * are only ever appended within an ABI version; a plugin compiled against an older header of the
+ * same version reads the fields it knows and must not read beyond struct_size. A plugin sets its
+ * descriptor's struct_size to sizeof(ropecheck_plugin) as IT compiled it; the loader refuses a
+ * descriptor smaller than the one of the version it declares. */
 typedef struct ropecheck_tensor {
   uint32_t struct_size; /* sizeof(ropecheck_tensor) as compiled by the host */
   int32_t dtype;        /* ROPECHECK_DTYPE_* of in and out */
@@ -215,7 +280,13 @@ typedef struct ropecheck_policy {
   int32_t arithmetic; /* precision of the rotation's multiply-adds */
   int32_t recipe;     /* ROPECHECK_RECIPE_* */
   int32_t fused;      /* 1 if the rotation uses FMA (one rounding per output) */
-  int32_t reserved[3];
+  int32_t reserved_i32;
+  /* ABI 3: each cos/sin value, before its rounding into the table precision, is within
+   * trig_error units of the angle precision's unit roundoff (absolute) of the exact cos/sin of the
+   * kernel's angle. 0 = the default 2 (a correctly rounded or 1-ulp libm such as glibc's
+   * sin/cos/sinf/cosf); declare more for fast approximations or tables built by angle addition.
+   * Negative or non-finite is refused at load time. (In ABI 2 these bytes were reserved, 0.) */
+  double trig_error;
 } ropecheck_policy;
 
 /* ---- the descriptor ------------------------------------------------------------------------- */
@@ -238,7 +309,14 @@ typedef struct ropecheck_plugin {
   /* Mask of ROPECHECK_SCALING_BIT(k) the kernel implements (NONE is implied; 0 = NONE only). */
   uint32_t scalings;
   uint32_t flags; /* ROPECHECK_FLAG_* */
-  void* reserved[8];
+  /* ABI 3: every position passed to apply() (every axis) lies in [min_position, max_position].
+   * Both 0 = any int64 position (the default; in ABI 2 these bytes were reserved, 0). E.g. a kernel
+   * taking int32 positions: INT32_MIN, INT32_MAX; non-negative positions only: 0, INT64_MAX. A
+   * range without negative positions makes InverseUndoes not applicable and keeps KV-cache shifts
+   * non-negative. min_position > max_position is refused at load time. */
+  int64_t min_position;
+  int64_t max_position;
+  void* reserved[6];
 } ropecheck_plugin;
 
 /* The entry point. host_abi_version lets a plugin that knows several ABI versions return the

@@ -83,7 +83,8 @@ struct Descriptor {
   Policy policies[ROPECHECK_DTYPE_COUNT];
   bool has_supports = false;
   std::uint32_t scalings = 0;  // ROPECHECK_SCALING_BIT mask (NONE implied)
-  std::uint32_t flags = 0;     // ROPECHECK_FLAG_*
+  std::uint32_t flags = 0;     // ROPECHECK_FLAG_* (for ABI 2: MAGNITUDE_SCALE added, see plugin.h)
+  std::int64_t min_position = 0, max_position = 0;  // both 0: any int64 position
 };
 
 class PluginKernel final : public Kernel {
@@ -98,6 +99,8 @@ class PluginKernel final : public Kernel {
   std::string description() const override;
   Policy policy(Dtype d) const override;
   bool supports(const RopeSpec& spec, Dtype d) const override;
+  // The descriptor's head_dims, position range and flags (ABI 3; ABI 2 with its defaults).
+  Domain domain() const override;
   // Returns error (never throws, never crashes the caller) when the plugin faults; the fault is
   // recorded and the kernel stays poisoned until reset().
   KernelStatus apply(const RopeSpec& spec, const TensorArgs& args) const override;
