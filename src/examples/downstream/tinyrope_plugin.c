@@ -44,14 +44,21 @@ static const ropecheck_plugin descriptor = {
     .dtypes = ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32),
     .layouts = ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED) |
                ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF),
-    /* f32 everywhere: inv_freq, angle (HF recipe: f32(position) * inv_freq), cos/sin table,
-     * unfused rotation. */
+    /* f32 everywhere: inv_freq, angle (HF recipe: f32(position) * inv_freq), cos/sin table by
+     * cosf/sinf (trig_error left 0: the default 2, a 1-ulp libm), unfused rotation (tinyrope is
+     * built with -ffp-contract=off). */
     .policies = {[ROPECHECK_DTYPE_F32] = {.angle = ROPECHECK_DTYPE_F32,
                                           .table = ROPECHECK_DTYPE_F32,
                                           .arithmetic = ROPECHECK_DTYPE_F32,
                                           .recipe = ROPECHECK_RECIPE_HF_F32,
                                           .fused = 0}},
     .apply = tinyrope_apply,
+#if ROPECHECK_PLUGIN_ABI_VERSION >= 3
+    /* tinyrope folds cfg.scale into its cos/sin table, and its two layouts run the same loop with
+     * other indices. Any int64 position (converted to f32 as HF does), in-place calls allowed:
+     * min_position = max_position = 0 and no NO_IN_PLACE flag. */
+    .flags = ROPECHECK_FLAG_MAGNITUDE_SCALE | ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC,
+#endif
 };
 
 ROPECHECK_PLUGIN_EXPORT const ropecheck_plugin* ropecheck_plugin_entry(uint32_t host_abi_version) {

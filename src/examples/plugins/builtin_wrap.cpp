@@ -1,15 +1,45 @@
-// A correct plugin: ropecheck's own built-in kernel (ROPECHECK_WRAPPED_KERNEL, default "scalar"),
+// A plugin around ropecheck's own built-in kernel (ROPECHECK_WRAPPED_KERNEL, default "scalar"),
 // statically linked into this shared object and exposed ONLY through ropecheck/plugin.h — the
 // validator sees exactly what it would see from a third-party kernel: a descriptor, a declared
-// policy copied from the built-in kernel, and an apply() receiving the full C spec (ABI 2: every
-// scaling variant and layout, multi-axis and real positions).
+// policy copied from the built-in kernel (trig_error included), and an apply() receiving the full
+// C spec (every scaling variant and layout, multi-axis and real positions).
 //
-// ROPECHECK_WRAP_BUG_YARN_MSCALE builds a deliberately broken variant: YaRN's derived attention
-// factor uses 0.07 ln f + 1 instead of HF get_mscale's 0.1 ln f + 1 (the 27 % mscale bug), passed
-// to the wrapped kernel as an explicit attention factor. Everything else is correct.
+// Map: the compile-time knobs below decide the DECLARED DOMAIN (what production kernels look like:
+// a few head dims, int32 or non-negative positions, no magnitude scale, one layout) and, for the
+// broken twins, one bug applied in the adapter around the correct kernel. Everything is a compile
+// definition so that the plugin list stays a table (restricted_plugins.cmake); a new restriction is
+// a knob in section 1 plus its check in host_broke_contract(), a new bug a knob in section 3 (and
+// its line in kDescription).
+//
+// 1. Domain knobs (defaults: unrestricted, as builtin_scalar)
+//   ROPECHECK_WRAP_NAME            descriptor name (default builtin_<kernel>)
+//   ROPECHECK_WRAP_HEAD_DIMS       e.g. 64,128: the descriptor's head_dims list (default any)
+//   ROPECHECK_WRAP_MIN_POSITION    declared position range, e.g. INT32_MIN / INT32_MAX or
+//   ROPECHECK_WRAP_MAX_POSITION    0 / INT64_MAX (default any int64; with a range the kernel takes
+//                                  integer positions only: no ROPECHECK_FLAG_REAL_POSITIONS)
+//   ROPECHECK_WRAP_NO_SCALE        no ROPECHECK_FLAG_MAGNITUDE_SCALE (scale must be exactly 1)
+//   ROPECHECK_WRAP_LAYOUTS         layout mask (default ROPECHECK_LAYOUT_BIT_ALL)
+//   ROPECHECK_WRAP_SCALINGS        scaling mask (default ROPECHECK_SCALING_BIT_ALL)
+//   ROPECHECK_WRAP_DTYPES          dtype mask (default ROPECHECK_DTYPE_BIT_ALL)
+// 2. apply() returns ROPECHECK_ERROR (and says why on stderr) for any call outside the declared
+//    domain, so a host that breaks the ABI 3 contract is caught rather than silently served.
+// 3. Bug knobs (broken twins; each a real bug class, the rest of the kernel correct):
+//   ROPECHECK_WRAP_BUG_YARN_MSCALE           YaRN's attention factor 0.07 ln f + 1 instead of HF
+//                                            get_mscale's 0.1 ln f + 1 (the 27 % mscale bug)
+//   ROPECHECK_WRAP_BUG_SIN_SIGN              every position negated: rotation by -angle, i.e.
+//                                            the sin sign flipped
+//   ROPECHECK_WRAP_BUG_POSITION_OFF_BY_ONE   position + 1 (1-based positions)
+//   ROPECHECK_WRAP_BUG_FIRST_POSITION_BROADCAST  token 0's position used for every token
+//   ROPECHECK_WRAP_BUG_PASS_THROUGH_ZEROED   dims outside the rotated pairs zeroed, not copied
+//   ROPECHECK_WRAP_BUG_LAST_PAIR_SKIPPED     the last rotated pair left as the input (a loop
+//                                            bound one pair short)
+//   (A bf16 cos/sin table cannot be injected around a kernel that computes its own: not here.)
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ropecheck/kernel.hpp"
@@ -18,16 +48,90 @@
 #ifndef ROPECHECK_WRAPPED_KERNEL
 #define ROPECHECK_WRAPPED_KERNEL "scalar"
 #endif
+#ifndef ROPECHECK_WRAP_LAYOUTS
+#define ROPECHECK_WRAP_LAYOUTS ROPECHECK_LAYOUT_BIT_ALL
+#endif
+#ifndef ROPECHECK_WRAP_SCALINGS
+#define ROPECHECK_WRAP_SCALINGS ROPECHECK_SCALING_BIT_ALL
+#endif
+#ifndef ROPECHECK_WRAP_DTYPES
+#define ROPECHECK_WRAP_DTYPES ROPECHECK_DTYPE_BIT_ALL
+#endif
+#if defined(ROPECHECK_WRAP_MIN_POSITION) != defined(ROPECHECK_WRAP_MAX_POSITION)
+#error "ROPECHECK_WRAP_MIN_POSITION and ROPECHECK_WRAP_MAX_POSITION go together"
+#endif
 
 namespace {
+
+// ---- 1. the declared domain --------------------------------------------------------------------
+constexpr std::uint32_t kDtypes = ROPECHECK_WRAP_DTYPES;
+constexpr std::uint32_t kLayouts = ROPECHECK_WRAP_LAYOUTS;
+constexpr std::uint32_t kScalings = ROPECHECK_WRAP_SCALINGS | ROPECHECK_SCALING_BIT(0);
+#ifdef ROPECHECK_WRAP_HEAD_DIMS
+constexpr std::int64_t kHeadDims[] = {ROPECHECK_WRAP_HEAD_DIMS};
+constexpr int kNHeadDims = static_cast<int>(sizeof(kHeadDims) / sizeof(kHeadDims[0]));
+#else
+constexpr const std::int64_t* kHeadDims = nullptr;
+constexpr int kNHeadDims = 0;
+#endif
+#ifdef ROPECHECK_WRAP_MIN_POSITION
+constexpr std::int64_t kMinPosition = ROPECHECK_WRAP_MIN_POSITION;
+constexpr std::int64_t kMaxPosition = ROPECHECK_WRAP_MAX_POSITION;
+constexpr bool kRealPositions = false;  // a kernel with an integer position type
+static_assert(kMinPosition <= kMaxPosition, "empty position range");
+#else
+constexpr std::int64_t kMinPosition = 0, kMaxPosition = 0;  // 0, 0 = any int64
+constexpr bool kRealPositions = true;
+#endif
+#ifdef ROPECHECK_WRAP_NO_SCALE
+constexpr bool kMagnitudeScale = false;
+#else
+constexpr bool kMagnitudeScale = true;
+#endif
 
 const ropecheck::Kernel* wrapped() {
   static const ropecheck::Kernel* k = ropecheck::find_builtin_kernel(ROPECHECK_WRAPPED_KERNEL);
   return k;
 }
 
+const char* descriptor_name() {
+#if defined(ROPECHECK_WRAP_NAME)
+  return ROPECHECK_WRAP_NAME;
+#elif defined(ROPECHECK_WRAP_BUG_YARN_MSCALE)
+  return "broken_yarn_mscale_" ROPECHECK_WRAPPED_KERNEL;
+#else
+  return "builtin_" ROPECHECK_WRAPPED_KERNEL;
+#endif
+}
+
+bool in_mask(std::uint32_t mask, std::int64_t v) { return v >= 0 && v < 32 && (mask >> v & 1u); }
+
+bool head_dim_declared(std::int64_t hd) {
+  for (int i = 0; i < kNHeadDims; ++i)
+    if (kHeadDims[i] == hd) return true;
+  return kNHeadDims == 0;
+}
+
+bool position_declared(std::int64_t p) {
+  return (kMinPosition == 0 && kMaxPosition == 0) || (p >= kMinPosition && p <= kMaxPosition);
+}
+
+// ---- the C spec -> RopeSpec (and the YaRN mscale bug, which lives in the variant) -------------
 std::vector<double> array(const double* p, int64_t n) {
   return p && n > 0 ? std::vector<double>(p, p + n) : std::vector<double>{};
+}
+
+void inject_yarn_mscale_bug([[maybe_unused]] ropecheck::Scaling& sc) {
+#ifdef ROPECHECK_WRAP_BUG_YARN_MSCALE
+  if (sc.kind == ropecheck::ScalingKind::yarn && !sc.attention_factor) {
+    const auto gm = [&](double k, double m) {
+      return sc.factor <= 1 ? 1.0 : k * m * std::log(sc.factor) + 1;
+    };
+    sc.attention_factor = (sc.mscale != 0 && sc.mscale_all_dim != 0)
+                              ? gm(0.07, sc.mscale) / gm(0.1, sc.mscale_all_dim)
+                              : gm(0.07, 1.0);
+  }
+#endif
 }
 
 bool to_spec(const ropecheck_spec* c, ropecheck::RopeSpec& s) {
@@ -57,16 +161,7 @@ bool to_spec(const ropecheck_spec* c, ropecheck::RopeSpec& s) {
   sc.short_factor = array(cs.short_factor, cs.n_short_factor);
   sc.long_factor = array(cs.long_factor, cs.n_long_factor);
   sc.freq_factors = array(cs.freq_factors, cs.n_freq_factors);
-#ifdef ROPECHECK_WRAP_BUG_YARN_MSCALE
-  if (sc.kind == ropecheck::ScalingKind::yarn && !sc.attention_factor) {
-    const auto gm = [&](double k, double m) {
-      return sc.factor <= 1 ? 1.0 : k * m * std::log(sc.factor) + 1;
-    };
-    sc.attention_factor = (sc.mscale != 0 && sc.mscale_all_dim != 0)
-                              ? gm(0.07, sc.mscale) / gm(0.1, sc.mscale_all_dim)
-                              : gm(0.07, 1.0);
-  }
-#endif
+  inject_yarn_mscale_bug(sc);
   try {
     s = s.normalized();
   } catch (const ropecheck::SpecError&) {
@@ -75,29 +170,154 @@ bool to_spec(const ropecheck_spec* c, ropecheck::RopeSpec& s) {
   return c->n_axes == s.n_axes();
 }
 
+// ---- 2. the host's side of the contract ---------------------------------------------------------
+// The first way the call leaves the declared domain, or "" when it stays inside.
+std::string host_broke_contract(const ropecheck_spec* c, const ropecheck_tensor* t) {
+  if (!in_mask(kDtypes, t->dtype)) return "dtype " + std::to_string(t->dtype) + " not declared";
+  if (!in_mask(kLayouts, c->layout)) return "layout " + std::to_string(c->layout) + " not declared";
+  if (!in_mask(kScalings, c->scaling.kind))
+    return "scaling kind " + std::to_string(c->scaling.kind) + " not declared";
+  if (!head_dim_declared(c->head_dim))
+    return "head_dim " + std::to_string(c->head_dim) + " not declared";
+  if (!kMagnitudeScale && c->scale != 1)
+    return "scale " + std::to_string(c->scale) + " without ROPECHECK_FLAG_MAGNITUDE_SCALE";
+  if (t->real_positions && !kRealPositions)
+    return "real positions without ROPECHECK_FLAG_REAL_POSITIONS";
+  const std::int64_t n = t->n_tokens * t->n_axes;
+  for (std::int64_t i = 0; t->positions && i < n; ++i)
+    if (!position_declared(t->positions[i]))
+      return "position " + std::to_string(t->positions[i]) + " outside the declared range";
+  return {};
+}
+
+// ---- 3. the bugs of the broken twins, applied around the correct kernel -----------------------
+// Positions as the buggy kernel sees them (int64 arithmetic wraps like the kernel's would).
+template <class P>
+void adapt_positions([[maybe_unused]] std::vector<P>& p, [[maybe_unused]] std::int64_t n_axes) {
+  for ([[maybe_unused]] P& v : p) {
+#if defined(ROPECHECK_WRAP_BUG_SIN_SIGN)
+    if constexpr (std::is_integral_v<P>)
+      v = static_cast<P>(0u - static_cast<std::uint64_t>(v));
+    else
+      v = -v;
+#elif defined(ROPECHECK_WRAP_BUG_POSITION_OFF_BY_ONE)
+    if constexpr (std::is_integral_v<P>)
+      v = static_cast<P>(static_cast<std::uint64_t>(v) + 1u);
+    else
+      v = v + 1;
+#endif
+  }
+#ifdef ROPECHECK_WRAP_BUG_FIRST_POSITION_BROADCAST
+  for (std::size_t i = static_cast<std::size_t>(n_axes); i < p.size(); ++i)
+    p[i] = p[i % static_cast<std::size_t>(n_axes)];
+#endif
+}
+
+std::size_t elem_size(std::int32_t dtype) {
+  return dtype == ROPECHECK_DTYPE_F64 ? 8 : dtype == ROPECHECK_DTYPE_F32 ? 4 : 2;
+}
+
+// What a bug rewrites after the call: element indices inside a vector and, for a skipped pair,
+// their input bytes of every vector saved before the call (in-place calls overwrite them).
+struct Elements {
+  std::vector<std::int64_t> dims;  // element indices inside a vector
+  std::vector<unsigned char> saved;
+};
+
+template <class F>
+void for_each_element(const ropecheck_tensor* t, const std::vector<std::int64_t>& dims, F f) {
+  for (std::int64_t tok = 0; tok < t->n_tokens; ++tok)
+    for (std::int64_t h = 0; h < t->n_heads; ++h)
+      for (std::int64_t j : dims) f(tok * t->token_stride + h * t->head_stride + j);
+}
+
+// Dims the bug rewrites after the call: the pass-through dims, or the last pair's two elements.
+Elements bug_dims([[maybe_unused]] const ropecheck::RopeSpec& s) {
+  Elements e;
+#if defined(ROPECHECK_WRAP_BUG_PASS_THROUGH_ZEROED)
+  for (std::int64_t j = 0; j < s.head_dim; ++j)
+    if (s.is_passthrough(j)) e.dims.push_back(j);
+#elif defined(ROPECHECK_WRAP_BUG_LAST_PAIR_SKIPPED)
+  if (s.n_pairs() > 0) {
+    const auto [a, b] = s.pair(s.n_pairs() - 1);
+    e.dims = {a, b};
+  }
+#endif
+  return e;
+}
+
+// Before the call (in may be out): keep the input of the skipped pair.
+void save_inputs(const ropecheck_tensor* t, Elements& e) {
+#ifdef ROPECHECK_WRAP_BUG_LAST_PAIR_SKIPPED
+  const std::size_t es = elem_size(t->dtype);
+  const auto* in = static_cast<const unsigned char*>(t->in);
+  for_each_element(t, e.dims, [&](std::int64_t k) {
+    e.saved.insert(e.saved.end(), in + k * es, in + (k + 1) * es);
+  });
+#else
+  (void)t, (void)e;
+#endif
+}
+
+// After the call: zeros (pass-through zeroed) or the saved inputs (last pair skipped).
+void rewrite_outputs(const ropecheck_tensor* t, const Elements& e) {
+  const std::size_t es = elem_size(t->dtype);
+  auto* out = static_cast<unsigned char*>(t->out);
+  std::size_t next = 0;
+  for_each_element(t, e.dims, [&](std::int64_t k) {
+    if (e.saved.empty())
+      std::memset(out + k * es, 0, es);  // +0 in every dtype
+    else
+      std::memcpy(out + k * es, e.saved.data() + es * next++, es);
+  });
+}
+
+// ---- the C entry points ---------------------------------------------------------------------
 int supports(const ropecheck_spec* c, int32_t dtype, void*) {
   ropecheck::RopeSpec s;
-  if (!wrapped() || dtype < 0 || dtype >= ROPECHECK_DTYPE_COUNT || !to_spec(c, s)) return 0;
+  if (!wrapped() || !in_mask(kDtypes, dtype) || !in_mask(kLayouts, c->layout) ||
+      !in_mask(kScalings, c->scaling.kind) || !head_dim_declared(c->head_dim) || !to_spec(c, s))
+    return 0;
   return wrapped()->supports(s, static_cast<ropecheck::Dtype>(dtype)) ? 1 : 0;
 }
 
-int apply(const ropecheck_spec* c, const ropecheck_tensor* t, void*) {
-  ropecheck::RopeSpec s;
-  if (!wrapped() || t->dtype < 0 || t->dtype >= ROPECHECK_DTYPE_COUNT || !to_spec(c, s))
-    return ROPECHECK_UNSUPPORTED;
+ropecheck::KernelStatus call_wrapped(const ropecheck::RopeSpec& s, const ropecheck_tensor* t) {
   ropecheck::TensorArgs a;
   a.dtype = static_cast<ropecheck::Dtype>(t->dtype);
   a.n_tokens = t->n_tokens;
   a.n_heads = t->n_heads;
   a.token_stride = t->token_stride;
   a.head_stride = t->head_stride;
-  a.positions = t->positions;
   a.n_axes = t->n_axes;
-  a.real_positions = t->real_positions;
   a.in = t->in;
   a.out = t->out;
+  const std::size_t n = static_cast<std::size_t>(t->n_tokens * t->n_axes);
+  std::vector<std::int64_t> pos;
+  std::vector<double> real;
+  if (t->positions) pos.assign(t->positions, t->positions + n);
+  if (t->real_positions) real.assign(t->real_positions, t->real_positions + n);
+  adapt_positions(pos, t->n_axes);
+  adapt_positions(real, t->n_axes);
+  a.positions = t->positions ? pos.data() : nullptr;
+  a.real_positions = t->real_positions ? real.data() : nullptr;
+  Elements e = bug_dims(s);
+  save_inputs(t, e);
+  const ropecheck::KernelStatus st = wrapped()->apply(s, a);
+  if (st == ropecheck::KernelStatus::ok && !e.dims.empty()) rewrite_outputs(t, e);
+  return st;
+}
+
+int apply(const ropecheck_spec* c, const ropecheck_tensor* t, void*) {
   try {
-    switch (wrapped()->apply(s, a)) {
+    const std::string broken = host_broke_contract(c, t);
+    if (!broken.empty()) {
+      std::fprintf(stderr, "%s: call outside the declared domain: %s\n", descriptor_name(),
+                   broken.c_str());
+      return ROPECHECK_ERROR;
+    }
+    ropecheck::RopeSpec s;
+    if (!wrapped() || !to_spec(c, s)) return ROPECHECK_UNSUPPORTED;
+    switch (call_wrapped(s, t)) {
       case ropecheck::KernelStatus::ok:
         return ROPECHECK_OK;
       case ropecheck::KernelStatus::unsupported:
@@ -110,22 +330,44 @@ int apply(const ropecheck_spec* c, const ropecheck_tensor* t, void*) {
   return ROPECHECK_ERROR;
 }
 
+// The declared domain is printed by validate itself; the description names the bug, if any.
+constexpr const char* kDescription =
+    "ropecheck's built-in '" ROPECHECK_WRAPPED_KERNEL
+    "' kernel, linked statically and exposed through the plugin ABI only"
+#if defined(ROPECHECK_WRAP_BUG_YARN_MSCALE)
+    "; BUG: YaRN attention factor 0.07 ln f + 1"
+#elif defined(ROPECHECK_WRAP_BUG_SIN_SIGN)
+    "; BUG: sin sign flipped (positions negated)"
+#elif defined(ROPECHECK_WRAP_BUG_POSITION_OFF_BY_ONE)
+    "; BUG: position + 1"
+#elif defined(ROPECHECK_WRAP_BUG_FIRST_POSITION_BROADCAST)
+    "; BUG: token 0's position used for every token"
+#elif defined(ROPECHECK_WRAP_BUG_PASS_THROUGH_ZEROED)
+    "; BUG: pass-through dims zeroed"
+#elif defined(ROPECHECK_WRAP_BUG_LAST_PAIR_SKIPPED)
+    "; BUG: last rotated pair not rotated"
+#endif
+    ;
+
 ropecheck_plugin make_descriptor() {
   ropecheck_plugin d{};
   d.abi_version = ROPECHECK_PLUGIN_ABI_VERSION;
   d.struct_size = sizeof(ropecheck_plugin);
-#ifdef ROPECHECK_WRAP_BUG_YARN_MSCALE
-  d.name = "broken_yarn_mscale_" ROPECHECK_WRAPPED_KERNEL;
-#else
-  d.name = "builtin_" ROPECHECK_WRAPPED_KERNEL;
-#endif
-  d.description = "ropecheck's built-in '" ROPECHECK_WRAPPED_KERNEL
-                  "' kernel, linked statically and exposed through the plugin ABI only";
-  d.layouts = ROPECHECK_LAYOUT_BIT_ALL;
-  d.scalings = ROPECHECK_SCALING_BIT_ALL;
-  d.flags = ROPECHECK_FLAG_REAL_POSITIONS;
+  d.name = descriptor_name();
+  d.description = kDescription;
+  d.layouts = kLayouts;
+  d.scalings = kScalings;
+  d.head_dims = kHeadDims;
+  d.n_head_dims = kNHeadDims;
+  d.min_position = kMinPosition;
+  d.max_position = kMaxPosition;
+  // The built-in kernels run one code path per pair for every layout, only the indices differ.
+  d.flags = ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC |
+            (kRealPositions ? ROPECHECK_FLAG_REAL_POSITIONS : 0u) |
+            (kMagnitudeScale ? ROPECHECK_FLAG_MAGNITUDE_SCALE : 0u);
   const ropecheck::Kernel* k = wrapped();
   for (int i = 0; k && i < ROPECHECK_DTYPE_COUNT; ++i) {
+    if (!in_mask(kDtypes, i)) continue;
     d.dtypes |= ROPECHECK_DTYPE_BIT(i);
     const ropecheck::Policy p = k->policy(static_cast<ropecheck::Dtype>(i));
     d.policies[i].angle = static_cast<int32_t>(p.angle);
@@ -133,6 +375,7 @@ ropecheck_plugin make_descriptor() {
     d.policies[i].arithmetic = static_cast<int32_t>(p.arithmetic);
     d.policies[i].recipe = static_cast<int32_t>(p.recipe);
     d.policies[i].fused = p.fused ? 1 : 0;
+    d.policies[i].trig_error = p.trig_error;
   }
   d.supports = supports;
   d.apply = apply;
@@ -143,6 +386,7 @@ ropecheck_plugin make_descriptor() {
 
 extern "C" ROPECHECK_PLUGIN_EXPORT const ropecheck_plugin* ropecheck_plugin_entry(
     uint32_t host_abi_version) {
+  (void)host_abi_version;
   static const ropecheck_plugin d = make_descriptor();
   if (!wrapped()) return nullptr;
   return &d;

@@ -4,7 +4,9 @@
  *
  * The correct kernel computes its own frequencies: theta_i = pow(base, -2i/rotary_dim) and the
  * angle m * theta_i in double, cos/sin in double, the rotation in double, and one rounding into
- * the storage dtype (f64 or f32). That is the policy it declares.
+ * the storage dtype (f64 or f32). That is the policy it declares. It multiplies by spec->scale
+ * (ROPECHECK_FLAG_MAGNITUDE_SCALE) and runs the same code for both layouts, only the indices differ
+ * (ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC); any int64 position, in-place calls allowed.
  *
  * Modes (each modelled on a real failure; the test asserts how ropecheck classifies it):
  *   CORRECT     the kernel above
@@ -20,6 +22,9 @@
  *   STDOUT      prints garbage on stdout, otherwise correct (must PASS)
  *   EXIT        calls exit(3)                   -> "exited (status 3)"
  *   NOOP        returns success without writing anything
+ *   NAN_ZERO_PAIR  normalizes each pair by its norm (x / |x| rotated, times |x|): NaN for a zero
+ *               pair, correct elsewhere; a finite input gave a non-finite output ->
+ *               "non_finite_output" (the directed differential inputs have no zero pair)
  */
 #include <math.h>
 #include <stdio.h>
@@ -40,6 +45,7 @@
 #define STDOUT 9
 #define EXIT 10
 #define NOOP 11
+#define NAN_ZERO_PAIR 12
 
 #ifndef PLUGIN_MODE
 #define PLUGIN_MODE CORRECT
@@ -109,8 +115,14 @@ static int c_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* use
 #endif
         const double xa = load_elem(t->in, dt, base_off + a);
         const double xb = load_elem(t->in, dt, base_off + b);
+#if PLUGIN_MODE == NAN_ZERO_PAIR
+        const double r = sqrt(xa * xa + xb * xb); /* 0/0 for a zero pair */
+        double oa = s->scale * r * ((xa / r) * c - (xb / r) * sn);
+        double ob = s->scale * r * ((xa / r) * sn + (xb / r) * c);
+#else
         double oa = s->scale * (xa * c - xb * sn);
         double ob = s->scale * (xa * sn + xb * c);
+#endif
 #if PLUGIN_MODE == NAN_OUT
         if (i == 0 && fabs(m) > 1000) oa = ob = NAN;
 #endif
@@ -135,12 +147,22 @@ static int c_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* use
   return ROPECHECK_OK;
 }
 
-/* Test-only knobs: a plugin built for another ABI, and a shared object without the entry point. */
+/* Test-only knobs: a plugin built for another ABI, and a shared object without the entry point.
+ * PLUGIN_ABI=2u builds the ABI 2 descriptor of this kernel (same struct layout, the ABI 3 fields
+ * left at 0 as an ABI 2 plugin had them): the loader must still accept it, with defaults. */
 #ifndef PLUGIN_ABI
 #define PLUGIN_ABI ROPECHECK_PLUGIN_ABI_VERSION
 #endif
 #ifndef PLUGIN_ENTRY
 #define PLUGIN_ENTRY ropecheck_plugin_entry
+#endif
+
+/* ABI 3 flags: the kernel multiplies by spec->scale, and both layouts run the same code with other
+ * indices (bit for bit symmetric). An ABI 2 descriptor had no such flags. */
+#if PLUGIN_ABI >= 3
+#define PLUGIN_FLAGS (ROPECHECK_FLAG_MAGNITUDE_SCALE | ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC)
+#else
+#define PLUGIN_FLAGS 0u
 #endif
 
 static const ropecheck_plugin descriptor = {
@@ -149,33 +171,30 @@ static const ropecheck_plugin descriptor = {
     PLUGIN_NAME,
     "C99 RoPE: f64 angle, cos/sin and rotation, one rounding into the storage dtype",
     ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F64) | ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32),
-    ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED) | ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF),
+    ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED) |
+        ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF),
     NULL,
     0,
     {
+        /* {angle, table, arithmetic, recipe, fused, reserved_i32, trig_error (0 = the default 2:
+         * glibc's cos/sin are within 1 ulp)} */
         /* f64: everything in f64 */
-        {ROPECHECK_DTYPE_F64,
-         ROPECHECK_DTYPE_F64,
-         ROPECHECK_DTYPE_F64,
-         ROPECHECK_RECIPE_POW_PRODUCT,
-         0,
-         {0, 0, 0}},
+        {ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64,
+         ROPECHECK_RECIPE_POW_PRODUCT, 0, 0, 0.0},
         /* f32: computed in f64, rounded once into f32 */
-        {ROPECHECK_DTYPE_F64,
-         ROPECHECK_DTYPE_F64,
-         ROPECHECK_DTYPE_F64,
-         ROPECHECK_RECIPE_POW_PRODUCT,
-         0,
-         {0, 0, 0}},
-        {0, 0, 0, 0, 0, {0, 0, 0}},
-        {0, 0, 0, 0, 0, {0, 0, 0}},
+        {ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64,
+         ROPECHECK_RECIPE_POW_PRODUCT, 0, 0, 0.0},
+        {0, 0, 0, 0, 0, 0, 0.0},
+        {0, 0, 0, 0, 0, 0, 0.0},
     },
     NULL,
     c_apply,
     NULL,
     0, /* scalings: NONE only */
-    0, /* flags */
-    {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+    PLUGIN_FLAGS,
+    0, /* min_position, max_position: 0, 0 = any int64 position */
+    0,
+    {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 ROPECHECK_PLUGIN_EXPORT const ropecheck_plugin* PLUGIN_ENTRY(uint32_t host_abi_version) {
