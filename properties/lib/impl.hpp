@@ -29,6 +29,7 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 namespace ropecheck::properties::detail {
@@ -345,7 +346,8 @@ void zero_position_is_identity(const Kernel& k) {
   g::SpecOptions o;
   o.force_unit_scale = true;
   const RopeSpec s = usable<D>(k, o);
-  const auto [nt, nh] = g::counts(3, 2, s.head_dim);
+  std::int64_t nt = 0, nh = 0;  // not a structured binding: lambdas capture them (clang 14)
+  std::tie(nt, nh) = g::counts(3, 2, s.head_dim);
   std::vector<std::int64_t> pos(static_cast<std::size_t>(nt), 0);
   auto x = finite_input<D>(k.policy(D), s, nt * nh);
   const bool specials = g::coin(40);
@@ -454,7 +456,8 @@ void layouts_are_permutations(const Kernel& k) {
     sh = si;
     sh.layout = Layout::half;
   }
-  const auto [nt, nh] = g::counts(3, 2, si.head_dim);
+  std::int64_t nt = 0, nh = 0;  // not a structured binding: lambdas capture them (clang 14)
+  std::tie(nt, nh) = g::counts(3, 2, si.head_dim);
   const std::int64_t d = si.head_dim, h = si.rotary_dim / 2;
   std::vector<std::int64_t> pos;
   for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
@@ -567,7 +570,8 @@ template <Dtype D>
 void matches_reference_within_bound(const Kernel& k) {
   const Policy pol = k.policy(D);
   const RopeSpec s = usable<D>(k);
-  const auto [nt, nh] = g::counts(3, 2, s.head_dim);
+  std::int64_t nt = 0, nh = 0;  // not a structured binding: lambdas capture them (clang 14)
+  std::tie(nt, nh) = g::counts(3, 2, s.head_dim);
   const std::int64_t d = s.head_dim;
   std::vector<std::int64_t> pos;
   for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
@@ -621,7 +625,8 @@ void pass_through_is_exact(const Kernel& k) {
   o.force_partial = true;
   const RopeSpec s = usable<D>(k, o);
   if (s.rotary_dim >= s.head_dim) discard("no partial rotary spec drawn");
-  const auto [nt, nh] = g::counts(3, 2, s.head_dim);
+  std::int64_t nt = 0, nh = 0;  // not a structured binding: lambdas capture them (clang 14)
+  std::tie(nt, nh) = g::counts(3, 2, s.head_dim);
   const std::int64_t d = s.head_dim;
   std::vector<std::int64_t> pos;
   for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
@@ -748,7 +753,8 @@ void in_place_equals_out_of_place(const Kernel& k) {
 template <Dtype D>
 void tokens_are_independent(const Kernel& k) {
   const RopeSpec s = usable<D>(k);
-  auto [nt, nh] = g::counts(5, 3, s.head_dim, 1 << 12);
+  std::int64_t nt = 0, nh = 0;
+  std::tie(nt, nh) = g::counts(5, 3, s.head_dim, 1 << 12);
   nt = std::max<std::int64_t>(nt, 2);
   const std::int64_t d = s.head_dim;
   std::vector<std::int64_t> pos;
@@ -965,7 +971,8 @@ void equal_axes_reduce_to_one_dimensional(const Kernel& k) {
   h.sections.clear();
   h = h.normalized();
   if (!k.supports(h, D)) discard("kernel does not support the 1-D half spec");
-  const auto [nt, nh] = g::counts(3, 2, s.head_dim);
+  std::int64_t nt = 0, nh = 0;  // not a structured binding: lambdas capture them (clang 14)
+  std::tie(nt, nh) = g::counts(3, 2, s.head_dim);
   const std::int64_t A = s.n_axes();
   std::vector<std::int64_t> p1, p3;
   for (std::int64_t t = 0; t < nt; ++t) {
