@@ -325,14 +325,6 @@ std::string fmt(double v, int prec = 4) {
   return o.str();
 }
 
-// The shortest text that reads back as v ("2", "0.1").
-std::string fmt_shortest(double v) {
-  for (int prec = 1;; ++prec) {
-    std::string t = fmt(v, prec);
-    if (prec >= 17 || !std::isfinite(v) || std::strtod(t.c_str(), nullptr) == v) return t;
-  }
-}
-
 // a and b with the fewest significant digits (at least `prec`) that tell them apart when they
 // differ: 17 digits tell any two doubles apart.
 std::pair<std::string, std::string> fmt_apart(double a, double b, int prec = 4) {
@@ -585,10 +577,7 @@ void run_check(const CheckOptions& o) {
     std::cout << "seq_len " << r.spec.scaling.seq_len
               << " = max(position) + 1, the length transformers computes at run time (none "
                  "given)\n";
-  std::cout << "declared policy: angle " << name(r.policy.angle) << ", table "
-            << name(r.policy.table) << ", arithmetic " << name(r.policy.arithmetic) << ", recipe "
-            << name(r.policy.recipe) << ", fused " << (r.policy.fused ? "true" : "false")
-            << ", trig_error " << fmt_shortest(r.policy.trig_error) << "\n\n";
+  std::cout << "declared policy: " << describe(r.policy) << "\n\n";
   std::vector<PairResult> results;
   for (const auto& [label, xy] : pairs)
     results.push_back(check_pair(label, xy.first, xy.second, pos, r, o.max_failures));

@@ -79,6 +79,9 @@ class LayoutRestricted final : public Kernel {
 };
 
 struct Cell {
+  Cell() = default;
+  Cell(std::string t, bool f, std::string d)
+      : text(std::move(t)), failed(f), detail(std::move(d)) {}
   std::string text;  // "pass", "FAIL", "n/a", "coverage", "mismatch", "crashed (signal 11)", ...
   bool failed = false;
   std::string detail;  // counterexample / fault message / reason not applicable
@@ -157,15 +160,6 @@ std::string describe_domain(const Domain& d) {
   o << "; magnitude scale " << (d.magnitude_scale ? "yes" : "no (scale = 1)") << "; in-place "
     << (d.in_place ? "yes" : "no") << "; layouts bitwise symmetric "
     << (d.layouts_bitwise_symmetric ? "yes" : "no (compared within the bound)");
-  return o.str();
-}
-
-// Every field of a declared policy.
-std::string describe_policy(const Policy& p) {
-  std::ostringstream o;
-  o << "angle " << name(p.angle) << ", table " << name(p.table) << ", arithmetic "
-    << name(p.arithmetic) << ", recipe " << name(p.recipe) << ", fused " << (p.fused ? "yes" : "no")
-    << ", trig_error " << p.trig_error;
   return o.str();
 }
 
@@ -728,7 +722,7 @@ void run_validate(const ValidateOptions& o) {
       if (config_index++ % shard.total != shard.index) continue;
       ConfigResult cr{d, l, {}, 0, 0, 0, {}, false, std::nullopt};
       std::cerr << "[validate] " << name(d) << " " << name(l)
-                << " (declared policy: " << describe_policy(pk->policy(d)) << ")\n";
+                << " (declared policy: " << describe(pk->policy(d)) << ")\n";
       LayoutRestricted k(*pk, l);
       pk->reset();
       ref::set_precision_bits(ref::default_bits(d));

@@ -2,6 +2,9 @@
 // plugin documentation spell them.
 #include "ropecheck/kernel.hpp"
 
+#include <cstdlib>
+#include <sstream>
+
 namespace ropecheck {
 
 const char* name(AngleRecipe r) {
@@ -20,6 +23,23 @@ std::optional<AngleRecipe> parse_angle_recipe(std::string_view s) {
   for (AngleRecipe r : {AngleRecipe::pow_product, AngleRecipe::hf_f32, AngleRecipe::ladder_f32})
     if (s == name(r)) return r;
   return std::nullopt;
+}
+
+std::string describe(const Policy& p) {
+  // trig_error with the fewest digits that read back as itself ("2", "6.5").
+  std::string te;
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::ostringstream t;
+    t.precision(prec);
+    t << p.trig_error;
+    te = t.str();
+    if (std::strtod(te.c_str(), nullptr) == p.trig_error) break;
+  }
+  std::ostringstream o;
+  o << "angle " << name(p.angle) << ", table " << name(p.table) << ", arithmetic "
+    << name(p.arithmetic) << ", recipe " << name(p.recipe) << ", fused "
+    << (p.fused ? "true" : "false") << ", trig_error " << te;
+  return o.str();
 }
 
 }  // namespace ropecheck

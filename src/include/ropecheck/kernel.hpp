@@ -52,6 +52,10 @@ struct Policy {
   double trig_error = 2;
 };
 
+// Every field of a declared policy on one line (`check` and `validate` print it):
+// "angle f32, table f32, arithmetic f32, recipe hf_f32, fused false, trig_error 2".
+std::string describe(const Policy& p);
+
 // The precision the recipe's angle is computed in: f32 for the f32 recipes (hf_f32, ladder_f32)
 // whatever `angle` says, else `angle`. Bounds, properties and reports all ask this.
 inline Precision angle_precision(const Policy& p) {
