@@ -1,7 +1,7 @@
 // GTest front end of the property suite for one storage dtype (ROPECHECK_TEST_DTYPE, one binary per
 // dtype): registers <Suite>/<kernel>_<dtype>.<Property> for every built-in kernel x property at run
 // time (kernels are run-time values), each evaluated by properties::check().
-#include "ropecheck/kernel.hpp"
+#include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/properties.hpp"
 
 #include <gtest/gtest.h>

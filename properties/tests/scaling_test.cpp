@@ -4,7 +4,7 @@
 // with 2^-(p - 20) (relative), the same margin as the reference self-checks; kernel comparisons use
 // the bound table (ropecheck::bounds) or bit identity.
 #include "ropecheck/bounds.hpp"
-#include "ropecheck/kernel.hpp"
+#include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/reference/reference.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,6 @@
 // Atomic file output, the four report files, and the environment block.
 #include "build_info.hpp"
 #include "ropecheck/reports/report.hpp"
-#include "ropecheck/simd_info.hpp"
 
 #include <fcntl.h>
 #include <mpfr.h>
@@ -85,7 +84,7 @@ void write_all(const nlohmann::json& report, const fs::path& dir) {
   atomic_write(dir / "junit.xml", junit);
 }
 
-nlohmann::json environment() {
+nlohmann::json environment(const Options& o) {
   nlohmann::json e;
   e["compiler"] = ROPECHECK_BUILD_COMPILER;
   e["build_type"] = ROPECHECK_BUILD_TYPE;
@@ -101,8 +100,8 @@ nlohmann::json environment() {
     }
   e["cpu"] = cpu;
   e["hardware_threads"] = std::thread::hardware_concurrency();
-  e["simd_path"] = simd_path();
-  e["simd_best_path"] = simd_best_path();
+  e["simd_path"] = o.simd_path;
+  e["simd_best_path"] = o.simd_best_path;
   e["eigen"] = std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
                "." + std::to_string(EIGEN_MINOR_VERSION);
   e["boost"] = std::to_string(BOOST_VERSION / 100000) + "." +

@@ -89,12 +89,6 @@ json spec_json(const RopeSpec& s) {
 
 }  // namespace
 
-nlohmann::ordered_json policy_json(const Policy& p) {
-  return {{"angle", name(p.angle)},   {"table", name(p.table)}, {"arithmetic", name(p.arithmetic)},
-          {"recipe", name(p.recipe)}, {"fused", p.fused},       {"trig_error", p.trig_error},
-          {"notes", p.notes}};
-}
-
 namespace {
 
 // Random inputs: N(0, 1) rounded once into the dtype (activations after a norm layer are O(1)).
@@ -1202,7 +1196,7 @@ json run(const Options& o, const std::vector<const Kernel*>& kernels, const Prog
   // report --merge derives them, so sharded and unsharded runs cannot disagree.
   detail::add_checks(doc);
 
-  json env = environment();
+  json env = environment(o);
   env["reference_bits"] = ref::precision_bits();
   env["seed"] = o.seed;
   env["threads"] = threads;

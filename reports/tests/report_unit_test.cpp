@@ -1,6 +1,7 @@
 // Unit tests of the report library: statistics, the recipe-faithful reference, the validators,
 // atomic writes, baseline comparison and determinism of a small report.
 #include "../src/recipe.hpp"
+#include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"

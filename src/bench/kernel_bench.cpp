@@ -10,8 +10,8 @@
 //
 // Usage: kernel_bench [--benchmark_out=kernel_bench.json --benchmark_out_format=json]
 //                     [--ratio_out=ratios.json] [--benchmark_filter=...]
-#include "ropecheck/kernel.hpp"
-#include "ropecheck/simd_info.hpp"
+#include "ropecheck/kernels/registry.hpp"
+#include "ropecheck/kernels/simd_info.hpp"
 
 #include <benchmark/benchmark.h>
 

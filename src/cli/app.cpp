@@ -8,21 +8,22 @@
 
 namespace ropecheck::cli {
 
-void add_all(CLI::App& app) {
+void add_all(CLI::App& app, int& status, const RunOptions& opts) {
   app.require_subcommand(1);
-  add_list(app);
-  add_eval(app);
-  add_report(app);
-  add_check(app);
-  add_validate(app);
+  add_list(app, status);
+  add_eval(app, status, opts);
+  add_report(app, status);
+  add_check(app, status);
+  add_validate(app, status);
 }
 
-int run(int argc, const char* const* argv) {
+int run(int argc, const char* const* argv, const RunOptions& opts) {
   CLI::App app{"ropecheck: a multiprecision correctness oracle for RoPE kernels"};
-  add_all(app);
+  int status = 0;
+  add_all(app, status, opts);
   try {
     app.parse(argc, argv);
-    return 0;
+    return status;
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

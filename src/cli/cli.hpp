@@ -16,7 +16,7 @@
 
 namespace ropecheck::cli {
 
-// Bad usage or bad input: the message goes to stderr and the process exits with status 2.
+// Bad usage or bad input: run() prints the message to stderr and returns status 2.
 class UsageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -28,11 +28,9 @@ std::vector<std::string> split(const std::string& s, char sep, const std::string
 bool parse_int64(const std::string& s, long long& out);
 double parse_finite_double(const std::string& s, const std::string& what);
 
-using reports::policy_json;  // one definition, shared with the reports
-
 // After a report set is written (`report`, `report --merge`): prints the failed checks and the
-// verdict line, and exits 1 when a check failed (returns on 0).
-void report_verdict(const nlohmann::json& report);
+// verdict line; returns the exit status (0, or 1 when a check failed).
+int report_verdict(const nlohmann::json& report);
 
 // `--hf-config F [--seq-len N]`, the same on every subcommand.
 struct HfConfigArg {
@@ -56,10 +54,19 @@ RopeSpec with_runtime_seq_len(RopeSpec spec, std::int64_t max_position,
                               const std::string& seq_len_from,
                               const std::string& max_position_text = "");
 
-// The whole app (all subcommands) and the exit-code mapping of main(): parse errors, bad usage and
-// bad input -> 2 with a message on stderr, other exceptions -> 3.
-void add_all(CLI::App& app);
-int run(int argc, const char* const* argv);
+// How the app runs. eval_validate_only: `eval` stops after parsing and validating every option (no
+// reference evaluation, no output): the eval-argument fuzz target sets it so that it fuzzes the
+// parser at parser speed.
+struct RunOptions {
+  bool eval_validate_only = false;
+};
+
+// The whole app (all subcommands) and the exit-code mapping of main(): the subcommand's own status
+// (0 success, 1 a check failed, 128+signal an interrupted report), parse errors, bad usage and bad
+// input -> 2 with a message on stderr, other exceptions -> 3. Each subcommand's callback stores
+// its status in `status`; nothing below main() ends the process.
+void add_all(CLI::App& app, int& status, const RunOptions& opts = {});
+int run(int argc, const char* const* argv, const RunOptions& opts = {});
 
 // `check --spec` JSON text -> the string key/value map __metadata__ also gives (UsageError on
 // malformed input), and the spec it resolves to for tensors whose last dimension is last_dim
@@ -68,14 +75,10 @@ std::map<std::string, std::string> parse_spec_json(std::string_view text, const 
 RopeSpec resolve_check_spec(const std::map<std::string, std::string>& keys, std::int64_t last_dim,
                             std::size_t rank);
 
-// `eval` stops after parsing and validating every option (no reference evaluation, no output):
-// the eval-argument fuzz target sets it so that it fuzzes the parser at parser speed.
-extern bool eval_validate_only;
-
-void add_list(CLI::App& app);
-void add_eval(CLI::App& app);
-void add_report(CLI::App& app);
-void add_check(CLI::App& app);
-void add_validate(CLI::App& app);
+void add_list(CLI::App& app, int& status);
+void add_eval(CLI::App& app, int& status, const RunOptions& opts);
+void add_report(CLI::App& app, int& status);
+void add_check(CLI::App& app, int& status);
+void add_validate(CLI::App& app, int& status);
 
 }  // namespace ropecheck::cli

@@ -503,7 +503,7 @@ RopeSpec runtime_seq_len(const RopeSpec& spec, const tio::Tensor& pos,
   return with_runtime_seq_len(spec, m, seq_len_from.empty() ? "--seq-len" : seq_len_from);
 }
 
-void run_check(const CheckOptions& o) {
+int run_check(const CheckOptions& o) {
   tio::Limits lim;
   lim.max_bytes = o.max_bytes;
   const bool st = !o.tensors.empty();
@@ -627,10 +627,8 @@ void run_check(const CheckOptions& o) {
                        {"dtype", name(*d)},  {"results", jres},  {"passed", !any_fail}};
     reports::atomic_write(std::filesystem::path(o.out_dir) / "check.json", doc.dump(2) + "\n");
   }
-  if (any_fail) {
-    std::cout.flush();
-    std::exit(1);  // as `report`: 1 = a check failed (bad usage is 2, thrown above)
-  }
+  std::cout.flush();
+  return any_fail ? 1 : 0;  // as `report`: 1 = a check failed (bad usage is 2, thrown above)
 }
 
 }  // namespace
@@ -675,7 +673,7 @@ RopeSpec resolve_check_spec(const Keys& keys, std::int64_t last_dim, std::size_t
   return resolve(keys, last_dim, rank).spec;
 }
 
-void add_check(CLI::App& app) {
+void add_check(CLI::App& app, int& status) {
   auto o = std::make_shared<CheckOptions>();
   auto* cmd = app.add_subcommand(
       "check", "Check recorded RoPE tensors (safetensors or .npy) against the exact reference");
@@ -693,7 +691,7 @@ void add_check(CLI::App& app) {
   cmd->add_option("--out", o->out_dir, "write check.json here");
   add_hf_config_options(
       cmd, o->hf, "RoPE spec from a Hugging Face config.json (spec keys, if any, must agree)");
-  cmd->callback([o] { run_check(*o); });
+  cmd->callback([o, &status] { status = run_check(*o); });
 }
 
 }  // namespace ropecheck::cli

@@ -6,13 +6,13 @@
 #include <optional>
 
 #include "cli.hpp"
+#include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/reference/reference.hpp"
 
 namespace ropecheck::cli {
 
 namespace ref = ropecheck::reference;
 
-bool eval_validate_only = false;
 
 namespace {
 
@@ -90,7 +90,7 @@ RopeSpec runtime_seq_len(const RopeSpec& spec, const std::vector<ref::Mp>& pos,
                               text.is_string() ? text.get<std::string>() : text.dump());
 }
 
-void run_eval(const EvalOptions& o) {
+int run_eval(const EvalOptions& o, const RunOptions& run) {
   const auto dtype = parse_dtype(o.dtype);
   if (!dtype) throw UsageError("--dtype must be one of f64, f32, f16, bf16, got '" + o.dtype + "'");
   if (o.digits < 1 || o.digits > 1000) throw UsageError("--digits must be in [1, 1000]");
@@ -162,7 +162,7 @@ void run_eval(const EvalOptions& o) {
       throw UsageError("kernel '" + o.kernel + "' does not support this spec/dtype");
   }
 
-  if (eval_validate_only) return;  // every option parsed and validated; the fuzz target stops here
+  if (run.eval_validate_only) return 0;  // every option parsed and validated; the fuzz target stops here
 
   nlohmann::ordered_json out;
   out["spec"] = {{"head_dim", spec.head_dim}, {"rotary_dim", spec.rotary_dim},
@@ -222,11 +222,12 @@ void run_eval(const EvalOptions& o) {
     out["kernel"] = kj;
   }
   std::cout << out.dump(2) << "\n";
+  return 0;
 }
 
 }  // namespace
 
-void add_eval(CLI::App& app) {
+void add_eval(CLI::App& app, int& status, const RunOptions& run) {
   auto opts = std::make_shared<EvalOptions>();
   auto* cmd = app.add_subcommand(
       "eval",
@@ -254,7 +255,7 @@ void add_eval(CLI::App& app) {
                   "significant digits of the exact reference (default 40)");
   cmd->add_option("--ref-bits", opts->ref_bits,
                   "reference precision in bits (default max(2p+30, 160))");
-  cmd->callback([opts] { run_eval(*opts); });
+  cmd->callback([opts, &status, run] { status = run_eval(*opts, run); });
 }
 
 }  // namespace ropecheck::cli

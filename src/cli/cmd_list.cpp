@@ -4,11 +4,11 @@
 #include <optional>
 
 #include "cli.hpp"
-#include "ropecheck/kernel.hpp"
+#include "ropecheck/kernels/registry.hpp"
 
 namespace ropecheck::cli {
 
-void add_list(CLI::App& app) {
+void add_list(CLI::App& app, int& status) {
   auto* cmd = app.add_subcommand(
       "list", "List built-in kernels (with precision policies), dtypes, layouts");
   auto as_json = std::make_shared<bool>(false);
@@ -17,7 +17,7 @@ void add_list(CLI::App& app) {
   add_hf_config_options(cmd, *hf,
                         "a Hugging Face config.json: also print its spec and which kernel x "
                         "dtype supports it");
-  cmd->callback([as_json, hf] {
+  cmd->callback([as_json, hf, &status] {
     nlohmann::json j;
     // The config first: a bad one is exit 2 before anything is printed.
     if (hf->path.empty() && hf->seq_len != 0) throw UsageError("--seq-len needs --hf-config");
@@ -82,6 +82,7 @@ void add_list(CLI::App& app) {
         std::cout << "\n";
       }
     }
+    status = 0;
   });
 }
 

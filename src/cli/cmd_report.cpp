@@ -10,6 +10,8 @@
 #include <memory>
 
 #include "cli.hpp"
+#include "ropecheck/kernels/registry.hpp"
+#include "ropecheck/kernels/simd_info.hpp"
 #include "ropecheck/reports/report.hpp"
 #include "shard.hpp"
 
@@ -40,12 +42,13 @@ void install_stop_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-[[noreturn]] void exit_interrupted(const std::string& where, const std::string& out) {
+// The interrupted run's message; returns its exit status 128 + signal.
+int interrupted(const std::string& where) {
   const int sig = g_signal;
   std::cerr << "ropecheck report: interrupted by " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ": "
             << where << "\n";
   std::cout.flush();
-  std::exit(128 + sig);
+  return 128 + sig;
 }
 
 struct ReportArgs {
@@ -77,13 +80,14 @@ void push_unique(std::vector<T>& v, const T& x, const std::string& what, const s
   v.push_back(x);
 }
 
-void run_report(const ReportArgs& a) {
+int run_report(const ReportArgs& a) {
   if (!a.merge.empty()) {
     if (!a.shard.empty()) throw UsageError("--merge and --shard exclude each other");
-    merge_reports(a.merge, a.out, a.baseline, a.baseline_factor);
-    return;
+    return merge_reports(a.merge, a.out, a.baseline, a.baseline_factor);
   }
   reports::Options o;
+  o.simd_path = simd_path();
+  o.simd_best_path = simd_best_path();
   std::vector<const Kernel*> kernels;
   if (a.kernels == "all") {
     kernels = builtin_kernels();
@@ -161,14 +165,12 @@ void run_report(const ReportArgs& a) {
   try {
     report = reports::run(o, kernels, progress);
   } catch (const reports::Interrupted& e) {
-    exit_interrupted(std::string(e.what()) + "; nothing written, the previous report in '" + a.out +
-                         "' (if any) is unchanged",
-                     a.out);
+    return interrupted(std::string(e.what()) + "; nothing written, the previous report in '" +
+                       a.out + "' (if any) is unchanged");
   }
   if (g_signal)
-    exit_interrupted("after the sweep, before writing; nothing written, the previous report in '" +
-                         a.out + "' (if any) is unchanged",
-                     a.out);
+    return interrupted("after the sweep, before writing; nothing written, the previous report in '" +
+                       a.out + "' (if any) is unchanged");
   if (!a.baseline.empty()) {
     try {
       reports::apply_baseline(report, baseline, a.baseline_factor);
@@ -178,17 +180,16 @@ void run_report(const ReportArgs& a) {
   }
   reports::write_all(report, a.out);
   if (g_signal)
-    exit_interrupted("while writing; the writes finished, the report in '" + a.out +
-                         "' is the new, complete one",
-                     a.out);
+    return interrupted("while writing; the writes finished, the report in '" + a.out +
+                       "' is the new, complete one");
   std::cout << "wrote " << a.out << "/report.json, report.md, report.html, junit.xml ("
             << report["environment"]["wall_seconds"].get<double>() << " s)\n";
-  report_verdict(report);
+  return report_verdict(report);
 }
 
 }  // namespace
 
-void add_report(CLI::App& app) {
+void add_report(CLI::App& app, int& status) {
   auto a = std::make_shared<ReportArgs>();
   auto* cmd = app.add_subcommand(
       "report",
@@ -226,7 +227,7 @@ void add_report(CLI::App& app) {
                         "(--head-dims/--bases/--layouts are ignored; no variant sections)");
   cmd->add_flag("--no-variants", a->no_variants,
                 "skip the per-variant sections (scaling variants, M-RoPE, dynamic NTK)");
-  cmd->callback([a] { run_report(*a); });
+  cmd->callback([a, &status] { status = run_report(*a); });
 }
 
 }  // namespace ropecheck::cli

@@ -622,7 +622,7 @@ nlohmann::json config_json(const ConfigResult& r, const ValidateOptions& o) {
   return jc;
 }
 
-void run_validate(const ValidateOptions& o) {
+int run_validate(const ValidateOptions& o) {
   const int max_success = max_success_for(o.budget);
   if (!(o.timeout > 0) || !std::isfinite(o.timeout)) throw UsageError("--timeout must be > 0");
   std::vector<Dtype> dtypes;
@@ -817,15 +817,13 @@ void run_validate(const ValidateOptions& o) {
       throw UsageError(e.what());
     }
   }
-  if (any_fail) {
-    std::cout.flush();
-    std::exit(1);  // as `report`: 1 = a check failed
-  }
+  std::cout.flush();
+  return any_fail ? 1 : 0;  // as `report`: 1 = a check failed
 }
 
 }  // namespace
 
-void add_validate(CLI::App& app) {
+void add_validate(CLI::App& app, int& status) {
   auto o = std::make_shared<ValidateOptions>();
   auto* cmd = app.add_subcommand(
       "validate",
@@ -854,7 +852,7 @@ void add_validate(CLI::App& app) {
   cmd->add_option("--shard", o->shard,
                   "i/n: check only configurations c with c mod n == i (default: "
                   "GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS when set)");
-  cmd->callback([o] { run_validate(*o); });
+  cmd->callback([o, &status] { status = run_validate(*o); });
 }
 
 }  // namespace ropecheck::cli

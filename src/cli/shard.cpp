@@ -55,7 +55,7 @@ void touch_shard_status_file() {
   if (!out) throw UsageError(std::string("GTEST_SHARD_STATUS_FILE: cannot create '") + f + "'");
 }
 
-void merge_reports(const std::vector<std::string>& files, const std::string& out,
+int merge_reports(const std::vector<std::string>& files, const std::string& out,
                    const std::string& baseline, double baseline_factor) {
   std::vector<nlohmann::json> docs;
   for (const auto& f : files) docs.push_back(load(f, "--merge"));
@@ -72,10 +72,10 @@ void merge_reports(const std::vector<std::string>& files, const std::string& out
   reports::write_all(report, out);
   std::cout << "merged " << files.size() << " shard reports into " << out
             << "/report.json, report.md, report.html, junit.xml\n";
-  report_verdict(report);
+  return report_verdict(report);
 }
 
-void report_verdict(const nlohmann::json& report) {
+int report_verdict(const nlohmann::json& report) {
   const int code = reports::exit_code(report);
   for (const auto& c : report["checks"])
     if (!c["passed"].get<bool>())
@@ -84,7 +84,7 @@ void report_verdict(const nlohmann::json& report) {
                 << "\n";
   std::cout << (code == 0 ? "all checks hold\n" : "some checks failed\n");
   std::cout.flush();
-  if (code != 0) std::exit(code);
+  return code;
 }
 
 }  // namespace ropecheck::cli

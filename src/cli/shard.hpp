@@ -19,8 +19,9 @@ Shard resolve_shard(const std::string& flag);
 void touch_shard_status_file();
 
 // `report --merge a.json b.json ... --out DIR [--baseline B]`: merges shard reports, writes the
-// report set, prints the failed checks and exits as `report` does (0/1; bad input -> UsageError).
-void merge_reports(const std::vector<std::string>& files, const std::string& out,
+// report set, prints the failed checks and returns `report`'s exit status (0/1; bad input ->
+// UsageError).
+int merge_reports(const std::vector<std::string>& files, const std::string& out,
                    const std::string& baseline, double baseline_factor);
 
 }  // namespace ropecheck::cli

@@ -17,7 +17,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Parse and validate only: the exact evaluation of an accepted spec costs milliseconds (MP
   // trig), which would cut the fuzzer to a few hundred inputs per second; the arithmetic has its
   // own tests and property suite.
-  ropecheck::cli::eval_validate_only = true;
   std::vector<std::string> args{"ropecheck", "eval"};
   std::string cur;
   for (std::size_t i = 0; i < size; ++i) {
@@ -34,7 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& a : args) argv.push_back(a.c_str());
   auto* out = std::cout.rdbuf(nullptr);
   auto* err = std::cerr.rdbuf(nullptr);
-  const int rc = ropecheck::cli::run(static_cast<int>(argv.size()), argv.data());
+  ropecheck::cli::RunOptions opts;
+  opts.eval_validate_only = true;  // parse and validate, no reference evaluation
+  const int rc = ropecheck::cli::run(static_cast<int>(argv.size()), argv.data(), opts);
   std::cout.rdbuf(out);
   std::cerr.rdbuf(err);
   std::cout.clear();

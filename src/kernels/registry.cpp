@@ -1,4 +1,4 @@
-#include "ropecheck/kernel.hpp"
+#include "ropecheck/kernels/registry.hpp"
 
 namespace ropecheck {
 namespace kernels {
@@ -21,19 +21,5 @@ const Kernel* find_builtin_kernel(const std::string& name) {
   return nullptr;
 }
 
-KernelStatus apply_contiguous(const Kernel& k, const RopeSpec& spec, Dtype d, std::int64_t n_tokens,
-                              std::int64_t n_heads, const std::int64_t* positions, const void* in,
-                              void* out) {
-  TensorArgs a;
-  a.dtype = d;
-  a.n_tokens = n_tokens;
-  a.n_heads = n_heads;
-  a.positions = positions;
-  a.in = in;
-  a.out = out;
-  a.head_stride = spec.head_dim;
-  a.token_stride = n_heads * spec.head_dim;
-  return k.apply(spec, a);
-}
 
 }  // namespace ropecheck

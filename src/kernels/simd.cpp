@@ -39,7 +39,7 @@
 // f32-subnormal inputs as zero, so vectors holding one take the integer rounding (bit-identical
 // everywhere; the unit test compares the two conversions on all 2^32 f32 inputs).
 #include "common.hpp"
-#include "ropecheck/simd_info.hpp"
+#include "ropecheck/kernels/simd_info.hpp"
 #include "simd_trig.hpp"
 
 #include <algorithm>

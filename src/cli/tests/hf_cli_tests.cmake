@@ -2,7 +2,7 @@
 set(_hf ${CMAKE_CURRENT_SOURCE_DIR}/hf)
 set(_vd ${CMAKE_CURRENT_BINARY_DIR}/variant_dumps)
 set(_hfout ${CMAKE_CURRENT_BINARY_DIR}/hf_cli)
-set(_expect ${PROJECT_SOURCE_DIR}/src/tensorio/tests/expect.cmake)
+set(_expect ${PROJECT_SOURCE_DIR}/src/io/tensorio/tests/expect.cmake)
 set(_plugdir ${CMAKE_BINARY_DIR}/plugins/libropecheck_plugin_)
 
 add_executable(ropecheck_variant_dumpgen variant_dumpgen.cpp)

@@ -42,7 +42,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "ropecheck/kernel.hpp"
+#include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/plugin.h"
 
 #ifndef ROPECHECK_WRAPPED_KERNEL

@@ -3,8 +3,8 @@
 // pairwise agreement within derived bounds. Every output buffer is surrounded by guard bytes.
 #include "../simd_trig.hpp"
 #include "ropecheck/dtype.hpp"
-#include "ropecheck/kernel.hpp"
-#include "ropecheck/simd_info.hpp"
+#include "ropecheck/kernels/registry.hpp"
+#include "ropecheck/kernels/simd_info.hpp"
 #include "ropecheck/spec.hpp"
 
 #include <gtest/gtest.h>

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ropecheck/kernel.hpp"
+#include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/plugin/host.hpp"
 
 using namespace ropecheck;

@@ -60,6 +60,9 @@ struct Options {
   // Polled between work units (from every worker thread; must be cheap and thread-safe, e.g. a
   // flag set by a signal handler). When it returns true, run() stops and throws Interrupted.
   std::function<bool()> stop;
+  // The environment block's SIMD fields: the path the built-in simd kernel takes and the best one
+  // this CPU has (the CLI asks src/kernels; the reports do not link the kernels).
+  std::string simd_path = "unknown", simd_best_path = "unknown";
 };
 
 // run() was stopped through Options::stop; what() says after how many work units and which one
@@ -118,10 +121,7 @@ void atomic_write(const std::filesystem::path& path, std::string_view data);
 void write_all(const nlohmann::json& report, const std::filesystem::path& dir);
 
 // The environment block (compiler and flags, CPU, SIMD path, library versions, git commit).
-nlohmann::json environment();
-
-// A kernel's declared policy as printed in reports, `list --json` and `eval` (field order kept).
-nlohmann::ordered_json policy_json(const Policy& p);
+nlohmann::json environment(const Options& o);
 
 // ---- checks used by the tests (no GTest in this library) ------------------------------------
 // Validates `doc` against the JSON Schema subset used by report.schema.json (type, properties,

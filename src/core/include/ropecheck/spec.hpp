@@ -149,7 +149,13 @@ struct RopeSpec {
 // Largest head_dim accepted (the dense reference is head_dim^2 multiprecision numbers).
 inline constexpr std::int64_t kMaxHeadDim = 1 << 14;
 
+// Every layout, in enum order: the one list that parsing, messages and generators read.
+inline constexpr Layout kAllLayouts[] = {Layout::interleaved, Layout::half,   Layout::proportional,
+                                         Layout::mrope,       Layout::imrope, Layout::axial};
 std::optional<Layout> parse_layout(std::string_view s);
+// The layout names for messages: "interleaved, half, proportional, mrope, imrope or axial"
+// (one_d: the 1-D layouts only).
+std::string layout_choices(bool one_d = false);
 std::optional<ScalingKind> parse_scaling_kind(std::string_view s);
 const char* name(Layout l);
 const char* name(ScalingKind k);

@@ -1,6 +1,8 @@
-// Names of the policy vocabulary (kernel.hpp): the angle recipes as reports, `check` and the
-// plugin documentation spell them.
-#include "ropecheck/kernel.hpp"
+// Names of the policy vocabulary (policy.hpp): the angle recipes as reports, `check` and the
+// plugin documentation spell them; the one-line and the JSON form of a policy.
+#include "ropecheck/policy.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <sstream>
@@ -40,6 +42,12 @@ std::string describe(const Policy& p) {
     << name(p.arithmetic) << ", recipe " << name(p.recipe) << ", fused "
     << (p.fused ? "true" : "false") << ", trig_error " << te;
   return o.str();
+}
+
+nlohmann::ordered_json policy_json(const Policy& p) {
+  return {{"angle", name(p.angle)},   {"table", name(p.table)}, {"arithmetic", name(p.arithmetic)},
+          {"recipe", name(p.recipe)}, {"fused", p.fused},       {"trig_error", p.trig_error},
+          {"notes", p.notes}};
 }
 
 }  // namespace ropecheck

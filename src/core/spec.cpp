@@ -9,10 +9,19 @@
 namespace ropecheck {
 
 std::optional<Layout> parse_layout(std::string_view s) {
-  for (Layout l : {Layout::interleaved, Layout::half, Layout::proportional, Layout::mrope,
-                   Layout::imrope, Layout::axial})
+  for (Layout l : kAllLayouts)
     if (s == name(l)) return l;
   return std::nullopt;
+}
+
+std::string layout_choices(bool one_d) {
+  std::vector<const char*> names;
+  for (Layout l : kAllLayouts)
+    if (!one_d || !is_multi_axis(l)) names.push_back(name(l));
+  std::string s;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    s += std::string(i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return s;
 }
 
 const char* name(Layout l) {

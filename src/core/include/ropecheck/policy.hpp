@@ -1,0 +1,66 @@
+// The declared precision policy of a kernel, as data: how the angle is computed (recipe and
+// precisions), what cos/sin are held in, how the rotation is rounded, how good the trig is. The
+// bounds (src/bounds) are derived from it; reports and `check` print it (describe()).
+#pragma once
+
+#include "ropecheck/dtype.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ropecheck {
+
+// Arithmetic precision named by its format (f64, f32, bf16, f16) — same vocabulary as Dtype.
+using Precision = Dtype;
+
+// How a kernel turns (spec, position) into cos/sin. The report's "recipe-faithful reference"
+// reproduces the angle recipe exactly and then uses exact trig and arithmetic, to separate
+// angle-table error from rotation arithmetic.
+enum class AngleRecipe : int {
+  // theta_i = pow(base, -2i/rotary_dim) and angle = m * theta_i, both in `angle` precision.
+  pow_product = 0,
+  // HF / vLLM: inv_freq = 1 / base^(arange(0, rd, 2) / rd) in f32, angle = f32(m) * inv_freq.
+  hf_f32 = 1,
+  // ggml / llama.cpp CPU rope (ggml_rope_cache_init), all in f32, with (j, dim) = spec.ladder(i):
+  //   theta_scale = powf(float(base), -2.0f / float(dim)); theta = float(m); then for each ladder
+  //   index in order theta *= theta_scale, so pair j's angle is fl(...fl(fl(m) * ts) ... * ts)
+  //   with j roundings (pair 0: float(m) itself). linear: angle = fl(freq_scale * theta) with
+  //   freq_scale = 1.0f / float(factor); freq_factors: angle = fl(theta / float(ff_j)).
+  ladder_f32 = 2,
+};
+// "pow_product", "hf_f32", "ladder_f32" (the names of reports, `check` and the plugin docs).
+const char* name(AngleRecipe r);
+std::optional<AngleRecipe> parse_angle_recipe(std::string_view s);
+
+// Declared precision policy, as data: what the bounds are derived from and what reports print.
+struct Policy {
+  Precision angle;       // precision of theta_i and of m * theta_i
+  Precision table;       // precision cos/sin are held in before the rotation
+  Precision arithmetic;  // precision of the multiply-adds of the rotation
+  AngleRecipe recipe = AngleRecipe::pow_product;
+  bool fused = false;  // rotation uses FMA (one rounding per output instead of up to three)
+  std::string notes;   // free text, e.g. "AVX2+F16C path when the CPU has it"
+  // Each cos/sin value, before it is rounded into the table precision, is within
+  // trig_error * u_angle (absolute) of the exact cos/sin of the kernel's angle. 2 is a correctly
+  // rounded or 1-ulp libm (the default); a kernel that builds entries from other entries (angle
+  // addition) declares its derived figure. Enters the bound's trig term (bounds.cpp, section 2).
+  double trig_error = 2;
+};
+
+// Every field of a declared policy on one line (`check` and `validate` print it):
+// "angle f32, table f32, arithmetic f32, recipe hf_f32, fused false, trig_error 2".
+std::string describe(const Policy& p);
+// The policy as reports, `list --json` and `eval` print it (field order kept).
+nlohmann::ordered_json policy_json(const Policy& p);
+
+// The precision the recipe's angle is computed in: f32 for the f32 recipes (hf_f32, ladder_f32)
+// whatever `angle` says, else `angle`. Bounds, properties and reports all ask this.
+inline Precision angle_precision(const Policy& p) {
+  return p.recipe == AngleRecipe::hf_f32 || p.recipe == AngleRecipe::ladder_f32 ? Dtype::f32
+                                                                                : p.angle;
+}
+
+}  // namespace ropecheck

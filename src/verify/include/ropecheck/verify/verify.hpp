@@ -1,0 +1,159 @@
+// ropecheck::verify — the one verification engine: every front end that judges a kernel output
+// (the properties, the reports' sweeps, `check`, `validate`, `eval`) asks the same question here.
+//
+// Map of this module:
+//   PairChecker   one rotated pair: (policy, spec, dtype, pair, position, input, got, exact) ->
+//                 error in u, bound in u (ropecheck::bounds), utilization, finiteness (pair.cpp)
+//   check_vector  one head vector: the pass-through dims bit for bit, then every pair (pair.cpp)
+//   Location, Finding, Summary
+//                 a located failure with its one message, and the running result of many
+//                 checks: counts, the worst error and the worst utilization each with its own
+//                 location, the first findings (summary.cpp)
+//   fmt*, exceeded  number formatting shared by every message (format.cpp)
+// Adding a front end: build a PairChecker per (policy, spec, dtype), call check_vector per vector
+// with the exact output from reference::apply_blocked / apply_cached, feed a Summary.
+//
+// Units: errors and bounds of a pair are relative to s * ||x_pair|| (s: the spec's magnitude,
+// attention factor included) in units of the storage dtype's unit roundoff u = 2^-p.
+//
+// Rounding of the comparison itself: each component difference got_j - exact_j is formed in MP and
+// rounded once to double, the pair error is hypot of the two, and error_u divides by a double
+// s*||x||*u; every figure is within a few units of 2^-53 (relative) of its exact value. A pair can
+// only be misjudged when its exact error lies within that distance of its bound, a band 2^40 times
+// narrower than the bound's own slack kSlack = 2^-10 (bounds.hpp).
+#pragma once
+
+#include "ropecheck/bounds.hpp"
+#include "ropecheck/dtype.hpp"
+#include "ropecheck/policy.hpp"
+#include "ropecheck/reference/reference.hpp"
+#include "ropecheck/spec.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ropecheck::verify {
+
+using reference::Mp;
+
+// ---- one pair -----------------------------------------------------------------------------------
+struct PairCheck {
+  std::int64_t pair = -1;                 // i
+  std::int64_t elem_a = -1, elem_b = -1;  // the head-vector indices of the pair (layout's pairing)
+  double error_abs = 0;                   // ||got - exact|| (inf when got is not finite)
+  double scaled_norm = 0;                 // s * ||x_pair||
+  double error_u = 0;                     // error_abs / scaled_norm / u; 0/0 -> 0, e/0 -> inf
+  double bound_abs = 0;                   // bounds::PairBound::abs(scaled_norm)
+  double bound_u = 0;                     // bounds::PairBound::total_u(scaled_norm)
+  double utilization = 0;                 // error_abs / bound_abs; 0/0 -> 0, e/0 -> inf
+  bool finite = true;                     // both outputs finite
+  bool got_nan = false, got_inf = false;
+  // The verdict on this pair: false for NaN errors.
+  bool within() const { return error_abs <= bound_abs; }
+};
+
+// Error in u from the component differences (doubles), the input pair and the magnitude: the one
+// formula of every error figure ropecheck prints (reports included). 0 for an exact zero pair,
+// +inf for an error on a zero-norm pair.
+double pair_error_u(double diff_a, double diff_b, double x_a, double x_b, double magnitude,
+                    double u);
+
+// The pair check for one (policy, spec, dtype). spec must be normalized.
+class PairChecker {
+ public:
+  PairChecker(const Policy& policy, const RopeSpec& spec, Dtype dtype);
+  // position: the position of the pair's axis (spec.pair_axis(pair) for multi-axis specs).
+  PairCheck check(std::int64_t pair, double position, double x_a, double x_b, double got_a,
+                  double got_b, const Mp& exact_a, const Mp& exact_b) const;
+  // The bound alone (no output yet), e.g. for an utilization histogram.
+  bounds::PairBound bound(std::int64_t pair, double position) const;
+  const Policy& policy() const { return policy_; }
+  const RopeSpec& spec() const { return spec_; }
+  Dtype dtype() const { return dtype_; }
+  double magnitude() const { return magnitude_; }
+  double u() const { return u_; }
+
+ private:
+  Policy policy_;
+  RopeSpec spec_;
+  Dtype dtype_;
+  double magnitude_;
+  double u_;
+};
+
+// ---- one head vector ----------------------------------------------------------------------------
+// positions: one per axis of the call (size 1: every axis at that position).
+struct VectorCheck {
+  std::vector<std::int64_t> passthrough_changed;  // dims >= rotary_dim whose bits changed
+  std::vector<PairCheck> pairs;                   // every pair, in pair order
+  bool ok() const;                                // nothing changed, every pair within
+};
+VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& positions,
+                         const double* x, const double* got, const reference::MpVector& exact);
+
+// ---- located findings and the running summary ---------------------------------------------------
+struct Location {
+  std::string tensor;       // e.g. "q -> q_out" (empty: none)
+  std::int64_t batch = -1;  // -1: not batched
+  std::int64_t token = -1;
+  std::vector<std::int64_t> position;  // one per axis given
+  std::int64_t head = -1;
+  std::int64_t pair = -1;  // -1: a vector-level finding
+  std::int64_t elem_a = -1, elem_b = -1;
+  // "batch 1, token 3 (position 7), head 2, pair 5 (elements 10, 11)" with the parts that are set.
+  std::string text() const;
+};
+
+enum class FindingKind { exceeds_bound, non_finite_output, passthrough_changed };
+
+struct Finding {
+  FindingKind kind = FindingKind::exceeds_bound;
+  Location where;
+  std::string
+      what;  // the explanation, e.g. "error 3.1 u > bound 2.05 u; got (...), expected (...)"
+  std::string message() const { return where.text() + ": " + what; }
+};
+
+// The explanation of a pair that is out of bound: why (exceeded()), then got and expected with
+// digits enough to tell them apart, and the input.
+std::string explain_pair(const PairCheck& p, double x_a, double x_b, double got_a, double got_b,
+                         const Mp& exact_a, const Mp& exact_b, double u);
+// The explanation of a changed pass-through element.
+std::string explain_passthrough(std::int64_t elem, double got, double input, Dtype d);
+
+struct Summary {
+  std::int64_t vectors = 0, pairs = 0, failures = 0;
+  // Each maximum with its own location; NaN is worse than any number and the first NaN stays.
+  double max_error_u = 0, max_utilization = 0;
+  Location max_error_at, max_utilization_at;
+  bool any = false;               // a pair was recorded (else the maxima and locations are empty)
+  std::vector<Finding> findings;  // the first `keep` failures
+  std::size_t keep = 10;
+
+  void add_pair(const PairCheck& p, const Location& at);
+  void add_finding(Finding f);
+  // Folds a summary of later work into this one (deterministic: same result as one pass in
+  // order when `later` holds the work that came after).
+  void merge(const Summary& later);
+  bool passed() const { return failures == 0; }
+};
+
+// v replaces the running maximum cur: larger, or NaN (the first NaN stays).
+inline bool worse(double v, double cur) { return !(cur != cur) && ((v != v) || v > cur); }
+
+// ---- numbers in messages ------------------------------------------------------------------------
+std::string fmt(double v, int significant = 4);  // "nan" for NaN
+// a and b with the fewest significant digits (at least `significant`) that tell them apart when
+// they differ: 17 digits tell any two doubles apart.
+std::pair<std::string, std::string> fmt_apart(double a, double b, int significant = 4);
+// A recorded output and the exact value it is compared with, apart as above; beyond 17 digits
+// (the exact value is not a double) both are written from their exact values.
+std::pair<std::string, std::string> fmt_got_expected(double got, const Mp& expected);
+// Why a pair failed: "error E u > bound B u" with digits enough to tell E from B, in absolute
+// terms when the pair's scale (unit = s ||x_pair|| u) is 0 or the division makes E and B equal;
+// NaN and infinite errors said as such.
+std::string exceeded(double err, double bound, double unit, bool got_nan, bool got_inf);
+
+}  // namespace ropecheck::verify

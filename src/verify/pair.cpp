@@ -1,0 +1,76 @@
+#include "ropecheck/verify/verify.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace ropecheck::verify {
+
+double pair_error_u(double diff_a, double diff_b, double x_a, double x_b, double magnitude,
+                    double u) {
+  const double n = std::hypot(x_a, x_b) * magnitude;
+  const double e = std::hypot(diff_a, diff_b);
+  if (n == 0) return e == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return e / n / u;
+}
+
+PairChecker::PairChecker(const Policy& policy, const RopeSpec& spec, Dtype dtype)
+    : policy_(policy),
+      spec_(spec),
+      dtype_(dtype),
+      magnitude_(magnitude_f64(spec)),
+      u_(unit_roundoff(dtype)) {}
+
+bounds::PairBound PairChecker::bound(std::int64_t pair, double position) const {
+  return bounds::pair_error_bound(policy_, spec_, dtype_, pair, position);
+}
+
+PairCheck PairChecker::check(std::int64_t pair, double position, double x_a, double x_b,
+                             double got_a, double got_b, const Mp& exact_a,
+                             const Mp& exact_b) const {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  PairCheck r;
+  r.pair = pair;
+  const auto [a, b] = spec_.pair(pair);
+  r.elem_a = a;
+  r.elem_b = b;
+  r.got_nan = std::isnan(got_a) || std::isnan(got_b);
+  r.got_inf = std::isinf(got_a) || std::isinf(got_b);
+  r.finite = !r.got_nan && !r.got_inf;
+  // Non-finite outputs: MP arithmetic would give NaN for inf - inf; the error is infinite.
+  const double da = r.finite ? static_cast<double>(reference::exact(got_a) - exact_a) : inf;
+  const double db = r.finite ? static_cast<double>(reference::exact(got_b) - exact_b) : inf;
+  r.error_abs = std::hypot(da, db);
+  r.scaled_norm = magnitude_ * std::hypot(x_a, x_b);
+  r.error_u = pair_error_u(da, db, x_a, x_b, magnitude_, u_);
+  const auto pb = bound(pair, position);
+  r.bound_abs = pb.abs(r.scaled_norm);
+  r.bound_u = pb.total_u(r.scaled_norm);
+  r.utilization = r.bound_abs > 0 ? r.error_abs / r.bound_abs : (r.error_abs > 0 ? inf : 0.0);
+  return r;
+}
+
+bool VectorCheck::ok() const {
+  if (!passthrough_changed.empty()) return false;
+  for (const auto& p : pairs)
+    if (!p.within()) return false;
+  return true;
+}
+
+VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& positions,
+                         const double* x, const double* got, const reference::MpVector& exact) {
+  const RopeSpec& spec = c.spec();
+  VectorCheck v;
+  for (std::int64_t j = 0; j < spec.head_dim; ++j)
+    if (spec.is_passthrough(j) && bits_of(got[j], c.dtype()) != bits_of(x[j], c.dtype()))
+      v.passthrough_changed.push_back(j);
+  v.pairs.reserve(static_cast<std::size_t>(spec.n_pairs()));
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+    const auto [a, b] = spec.pair(i);
+    const std::size_t ax = positions.size() == 1 ? 0 : static_cast<std::size_t>(spec.pair_axis(i));
+    v.pairs.push_back(c.check(i, static_cast<double>(positions[ax]), x[a], x[b], got[a], got[b],
+                              exact[a], exact[b]));
+  }
+  return v;
+}
+
+}  // namespace ropecheck::verify
