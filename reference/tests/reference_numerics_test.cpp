@@ -1,11 +1,11 @@
 // Unit tests of the reference's small numeric pieces: precision control, exact/parse/print,
-// theta ladder endpoints, ulp, and compare() on hand-built cases whose answers follow from the
-// definitions (not from the code under test).
+// theta ladder endpoints, ulp and the rotation's shape, on hand-built cases whose answers follow
+// from the definitions (not from the code under test). The error statistics of an output vector
+// (verify::compare_vector) are tested in src/verify/tests.
 #include "ropecheck/reference/reference.hpp"
 
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -116,80 +116,6 @@ TEST(ReferenceUlp, MatchesFormatDefinition) {
   EXPECT_EQ(ulp(std::ldexp(1.0, -20), Dtype::f16), std::ldexp(1.0, -24));  // subnormal range
   EXPECT_EQ(ulp(0.0, Dtype::f64), 4.9406564584124654e-324);
   EXPECT_EQ(ulp(std::ldexp(1.0, -126), Dtype::bf16), std::ldexp(1.0, -133));
-}
-
-TEST(ReferenceCompare, CorrectlyRoundedOutputHasAtMostHalfUlpAndNoMiscounts) {
-  const RopeSpec s = make_spec(6, 4, Layout::half);
-  const std::vector<double> x = {1.0, -2.0, 0.5, 3.0, -0.0, 7.25};
-  // Blocked, not dense: the dense product sums 1*(-0) with +0 products and returns +0, while
-  // apply_blocked copies pass-through inputs (the kernels' contract is bit-for-bit copy).
-  const MpVector ex = apply_blocked(s, exact(3.0), x);
-  const std::vector<double> got = round_to(ex, Dtype::f16);
-  const VectorError e = compare(s, Dtype::f16, x, ex, got);
-  EXPECT_LE(e.max_ulp, 0.5);
-  EXPECT_EQ(e.not_correctly_rounded, 0);
-  EXPECT_TRUE(e.passthrough_exact);
-  // A correctly rounded pair is within u * ||exact pair|| = u * s * ||x pair|| per component,
-  // so the pair error is at most sqrt(2) u relative: <= sqrt(2) in units of u.
-  EXPECT_LE(e.max_pair_error_u, std::sqrt(2.0));
-  EXPECT_GE(e.max_pair_index, 0);
-}
-
-TEST(ReferenceCompare, OneUlpOffIsCountedAndMeasured) {
-  const RopeSpec s = make_spec(2, 2, Layout::interleaved);
-  const std::vector<double> x = {1.0, 0.0};
-  const MpVector ex = apply_dense(s, exact(1.0), x);  // (cos 1, sin 1)
-  std::vector<double> got = round_to(ex, Dtype::f32);
-  got[1] = std::nextafter(static_cast<float>(got[1]), 2.0f);
-  const VectorError e = compare(s, Dtype::f32, x, ex, got);
-  EXPECT_EQ(e.not_correctly_rounded, 1);
-  EXPECT_EQ(e.max_ulp_index, 1);
-  // |got - exact| lies in (0.5, 1.5] ulp after moving one ulp away from the correct rounding.
-  EXPECT_GT(e.max_ulp, 0.5);
-  EXPECT_LE(e.max_ulp, 1.5);
-  EXPECT_GT(e.max_abs_error, 0.0);
-}
-
-TEST(ReferenceCompare, NonFiniteOutputsAndZeroNormPairs) {
-  const RopeSpec s = make_spec(4, 4, Layout::interleaved);
-  const std::vector<double> x = {0.0, 0.0, 1.0, 1.0};
-  const MpVector ex = apply_blocked(s, exact(5.0), x);
-  std::vector<double> got = round_to(ex, Dtype::f32);
-  {
-    VectorError e = compare(s, Dtype::f32, x, ex, got);
-    EXPECT_TRUE(std::isfinite(e.max_pair_error_u));
-  }
-  got[0] = std::ldexp(1.0, -149);  // zero input pair must give exactly zero
-  {
-    VectorError e = compare(s, Dtype::f32, x, ex, got);
-    EXPECT_EQ(e.max_pair_error_u, kInf);
-    EXPECT_EQ(e.max_pair_index, 0);
-  }
-  got[0] = 0.0;
-  got[3] = std::numeric_limits<double>::quiet_NaN();
-  {
-    VectorError e = compare(s, Dtype::f32, x, ex, got);
-    EXPECT_EQ(e.max_ulp, kInf);
-    EXPECT_EQ(e.max_ulp_index, 3);
-    EXPECT_EQ(e.max_pair_error_u, kInf);
-    EXPECT_EQ(e.max_pair_index, 1);
-  }
-}
-
-TEST(ReferenceCompare, PassthroughIsBitExactIncludingSignOfZeroAndNaN) {
-  const RopeSpec s = make_spec(5, 2, Layout::interleaved);
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  const std::vector<double> x = {1.0, 2.0, -0.0, nan, 3.0};
-  const MpVector ex = apply_blocked(s, exact(1.0), x);
-  std::vector<double> got = round_to(ex, Dtype::f32);
-  EXPECT_TRUE(std::signbit(got[2]));
-  EXPECT_TRUE(std::isnan(got[3]));
-  EXPECT_TRUE(compare(s, Dtype::f32, x, ex, got).passthrough_exact);
-  got[2] = 0.0;  // +0 for -0: same value, different bits
-  EXPECT_FALSE(compare(s, Dtype::f32, x, ex, got).passthrough_exact);
-  got[2] = -0.0;
-  got[3] = 0.0;  // NaN must stay NaN
-  EXPECT_FALSE(compare(s, Dtype::f32, x, ex, got).passthrough_exact);
 }
 
 TEST(ReferenceRotation, RejectsWrongInputLength) {

@@ -1,4 +1,21 @@
-// Shared pieces of the ropecheck subcommands.
+// ropecheck::cli — the one place that wires everything: each subcommand turns its options into
+// calls of the modules below it (reference, bounds, kernels, io, plugin, verify, properties,
+// reports) and returns its exit status; nothing here computes a value or judges an output.
+//
+// Map of this module:
+//   cli.hpp          shared pieces (this file): errors, parsing helpers, --hf-config, RunOptions
+//   app.cpp          the CLI11 app and main()'s exit-code mapping (run, add_all)
+//   parse.cpp        split / parse_int64 / parse_finite_double, --hf-config, run-time seq_len
+//   cmd_list.cpp     `list`: kernels, policies, dtypes, layouts (+ an HF config's support table)
+//   cmd_eval.cpp     `eval`: exact reference (and a kernel's output) for one spec, as JSON
+//   cmd_check.cpp    `check`: recorded tensors (safetensors / .npy) vs the reference, via verify
+//   cmd_validate.cpp `validate`: a plugin, isolated: directed differential check (via verify) and
+//                    the property suite per configuration
+//   cmd_report.cpp   `report`: the precision report set (reports/), merge of shards
+//   shard.cpp        gtest-protocol sharding shared by `report` and `validate`
+// A new subcommand: a cmd_<name>.cpp with add_<name>(CLI::App&, int& status), declared below and
+// called from add_all (app.cpp). A new layout, dtype or property needs no change here: names come
+// from spec.hpp (layout_choices, parse_layout), dtype.hpp and the property list.
 #pragma once
 
 #include <CLI/CLI.hpp>

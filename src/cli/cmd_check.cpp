@@ -48,7 +48,6 @@
 // [axes, batch, tokens]; a 1-D positions tensor then drives every axis (t = h = w).
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -58,10 +57,10 @@
 #include <sstream>
 
 #include "cli.hpp"
-#include "ropecheck/bounds.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"
 #include "ropecheck/tensorio/tensorio.hpp"
+#include "ropecheck/verify/verify.hpp"
 
 namespace ropecheck::cli {
 
@@ -87,25 +86,9 @@ Keys read_spec_json(const std::string& path) {
   return parse_spec_json(text.str(), "--spec '" + path + "'");
 }
 
-Precision parse_precision(const Keys& k, const std::string& key) {
-  auto it = k.find(key);
-  if (it == k.end()) return Dtype::f32;
-  auto d = parse_dtype(it->second);
-  if (!d) throw UsageError(key + " must be f64, f32, f16 or bf16 (got '" + it->second + "')");
-  return *d;
-}
+// ---- spec keys -> spec and declared policy ------------------------------------------------------
 
-struct Resolved {
-  RopeSpec spec;
-  Policy policy;
-  std::string tensor_layout;
-  std::string seq_len_from;  // where an explicit seq_len came from; empty: none given
-};
-
-// keys_seq_len_from: how messages name the keys' seq_len (its file).
-Resolved resolve(const Keys& k, std::int64_t last_dim, std::size_t rank,
-                 const std::optional<RopeSpec>& hf = std::nullopt,
-                 const std::string& keys_seq_len_from = "the spec keys") {
+void warn_unknown_keys(const Keys& k) {
   static const std::set<std::string> known = {"layout",
                                               "head_dim",
                                               "rotary_dim",
@@ -135,129 +118,176 @@ Resolved resolve(const Keys& k, std::int64_t last_dim, std::size_t rank,
                                               "angle_recipe",
                                               "fused",
                                               "trig_error"};
-  for (const auto& [key, v] : k)
-    if (!known.count(key))
-      std::cerr << "ropecheck check: note: ignoring unknown spec key '" << key << "'\n";
-  Resolved r;
-  auto get = [&](const std::string& key) -> const std::string* {
-    auto it = k.find(key);
-    return it == k.end() ? nullptr : &it->second;
-  };
-  auto get_int = [&](const std::string& key, std::int64_t def) {
+  for (const auto& kv : k)
+    if (!known.count(kv.first))
+      std::cerr << "ropecheck check: note: ignoring unknown spec key '" << kv.first << "'\n";
+}
+
+// The spec keys, each parsed strictly (UsageError naming the key); absent keys keep the default.
+class KeyReader {
+ public:
+  explicit KeyReader(const Keys& k) : k_(k) {}
+  const std::string* get(const std::string& key) const {
+    auto it = k_.find(key);
+    return it == k_.end() ? nullptr : &it->second;
+  }
+  std::int64_t get_int(const std::string& key, std::int64_t def) const {
     const std::string* s = get(key);
     if (!s) return def;
     long long v = 0;
     if (!parse_int64(*s, v)) throw UsageError(key + ": expected an integer, got '" + *s + "'");
     return static_cast<std::int64_t>(v);
-  };
-  auto get_double = [&](const std::string& key, double& out) {
+  }
+  void get_double(const std::string& key, double& out) const {
     if (const auto* v = get(key)) out = parse_finite_double(*v, key);
-  };
-  auto get_list = [&](const std::string& key) {
+  }
+  void get_bool(const std::string& key, bool& out) const {
+    if (const auto* t = get(key)) {
+      if (*t != "true" && *t != "false") throw UsageError(key + " must be true or false");
+      out = *t == "true";
+    }
+  }
+  std::vector<double> get_list(const std::string& key) const {
     std::vector<double> v;
     if (const auto* t = get(key))
       for (const auto& f : split(*t, ',', key)) v.push_back(parse_finite_double(f, key));
     return v;
-  };
-  const std::string* lay = get("layout");
-  if (!lay && !hf)
-    throw UsageError(
-        "spec key 'layout' missing (interleaved | half | proportional | mrope | imrope | axial): "
-        "set it in __metadata__ or --spec, or give --hf-config");
-  if (lay) {
-    const auto l = parse_layout(*lay);
-    if (!l)
+  }
+  Precision get_precision(const std::string& key) const {
+    const std::string* s = get(key);
+    if (!s) return Dtype::f32;
+    auto d = parse_dtype(*s);
+    if (!d) throw UsageError(key + " must be f64, f32, f16 or bf16 (got '" + *s + "')");
+    return *d;
+  }
+
+ private:
+  const Keys& k_;
+};
+
+Scaling scaling_from_keys(const KeyReader& k) {
+  Scaling sc;
+  if (const auto* kind = k.get("scaling")) {
+    const auto kk = parse_scaling_kind(*kind);
+    if (!kk)
       throw UsageError(
-          "layout must be interleaved, half, proportional, mrope, imrope or axial (got '" + *lay +
-          "')");
-    RopeSpec s;
-    s.layout = *l;
-    s.head_dim = get_int("head_dim", last_dim);
-    s.rotary_dim = get_int("rotary_dim", 0);
-    get_double("base", s.base);
-    get_double("scale", s.scale);
-    if (const auto* t = get("sections"))
-      for (const auto& f : split(*t, ',', "sections")) {
-        long long v = 0;
-        if (!parse_int64(f, v)) throw UsageError("sections: expected integers, got '" + f + "'");
-        s.sections.push_back(v);
-      }
-    Scaling& sc = s.scaling;
-    if (const auto* kind = get("scaling")) {
-      const auto kk = parse_scaling_kind(*kind);
-      if (!kk)
-        throw UsageError(
-            "scaling must be none, linear, dynamic, yarn, llama3, freq_factors or longrope (got '" +
-            *kind + "')");
-      sc.kind = *kk;
-    }
-    get_double("factor", sc.factor);
-    sc.original_max_position_embeddings = get_int("original_max_position_embeddings", 0);
-    sc.max_position_embeddings = get_int("max_position_embeddings", 0);
-    sc.seq_len = get_int("seq_len", 0);
-    get_double("beta_fast", sc.beta_fast);
-    get_double("beta_slow", sc.beta_slow);
-    if (const auto* t = get("truncate")) {
-      if (*t != "true" && *t != "false") throw UsageError("truncate must be true or false");
-      sc.truncate = *t == "true";
-    }
-    get_double("mscale", sc.mscale);
-    get_double("mscale_all_dim", sc.mscale_all_dim);
-    if (const auto* t = get("attention_factor"))
-      sc.attention_factor = parse_finite_double(*t, "attention_factor");
-    get_double("low_freq_factor", sc.low_freq_factor);
-    get_double("high_freq_factor", sc.high_freq_factor);
-    sc.short_factor = get_list("short_factor");
-    sc.long_factor = get_list("long_factor");
-    sc.freq_factors = get_list("freq_factors");
-    r.spec = s.normalized();  // SpecError -> exit 2
+          "scaling must be none, linear, dynamic, yarn, llama3, freq_factors or longrope (got '" +
+          *kind + "')");
+    sc.kind = *kk;
   }
-  // seq_len (dynamic, longrope) may come from the keys or --seq-len; given by one only, it is the
-  // spec's (also when the keys give no layout); given by both, it must agree.
-  const std::int64_t keys_seq_len = get_int("seq_len", 0);
-  if (keys_seq_len != 0) r.seq_len_from = keys_seq_len_from;
-  if (hf) {
-    RopeSpec h = *hf;
-    if (h.scaling.seq_len != 0 && keys_seq_len == 0) r.seq_len_from = "--seq-len";
-    if (h.scaling.seq_len == 0) h.scaling.seq_len = keys_seq_len;
-    if (!lay) {
-      if (h.scaling.seq_len != keys_seq_len && keys_seq_len != 0)
-        throw UsageError("seq_len " + std::to_string(keys_seq_len) + " from " + keys_seq_len_from +
-                         " contradicts --seq-len " + std::to_string(h.scaling.seq_len));
-      r.spec = h.normalized();  // a seq_len from the keys is validated too
-    } else {
-      if (r.spec.scaling.seq_len == 0) r.spec.scaling.seq_len = h.scaling.seq_len;
-      if (!(r.spec == h))
-        throw UsageError("the spec keys describe " + describe(r.spec) + " but --hf-config gives " +
-                         describe(h));
+  k.get_double("factor", sc.factor);
+  sc.original_max_position_embeddings = k.get_int("original_max_position_embeddings", 0);
+  sc.max_position_embeddings = k.get_int("max_position_embeddings", 0);
+  sc.seq_len = k.get_int("seq_len", 0);
+  k.get_double("beta_fast", sc.beta_fast);
+  k.get_double("beta_slow", sc.beta_slow);
+  k.get_bool("truncate", sc.truncate);
+  k.get_double("mscale", sc.mscale);
+  k.get_double("mscale_all_dim", sc.mscale_all_dim);
+  if (const auto* t = k.get("attention_factor"))
+    sc.attention_factor = parse_finite_double(*t, "attention_factor");
+  k.get_double("low_freq_factor", sc.low_freq_factor);
+  k.get_double("high_freq_factor", sc.high_freq_factor);
+  sc.short_factor = k.get_list("short_factor");
+  sc.long_factor = k.get_list("long_factor");
+  sc.freq_factors = k.get_list("freq_factors");
+  return sc;
+}
+
+// The spec the keys describe (they give a layout); head_dim defaults to the tensors' last dim.
+RopeSpec spec_from_keys(const KeyReader& k, const std::string& layout, std::int64_t last_dim) {
+  const auto l = parse_layout(layout);
+  if (!l) throw UsageError("layout must be " + layout_choices() + " (got '" + layout + "')");
+  RopeSpec s;
+  s.layout = *l;
+  s.head_dim = k.get_int("head_dim", last_dim);
+  s.rotary_dim = k.get_int("rotary_dim", 0);
+  k.get_double("base", s.base);
+  k.get_double("scale", s.scale);
+  if (const auto* t = k.get("sections"))
+    for (const auto& f : split(*t, ',', "sections")) {
+      long long v = 0;
+      if (!parse_int64(f, v)) throw UsageError("sections: expected integers, got '" + f + "'");
+      s.sections.push_back(v);
     }
-  }
-  if (r.spec.head_dim != last_dim)
-    throw UsageError("head_dim " + std::to_string(r.spec.head_dim) +
-                     " does not match the last dimension of the tensors (" +
-                     std::to_string(last_dim) + ")");
-  r.policy.angle = parse_precision(k, "angle_precision");
-  r.policy.table = parse_precision(k, "table_precision");
-  r.policy.arithmetic = parse_precision(k, "arithmetic_precision");
-  r.policy.recipe = AngleRecipe::hf_f32;
-  if (const auto* rc = get("angle_recipe")) {
+  s.scaling = scaling_from_keys(k);
+  return s.normalized();  // SpecError -> exit 2
+}
+
+Policy policy_from_keys(const KeyReader& k) {
+  Policy p;
+  p.angle = k.get_precision("angle_precision");
+  p.table = k.get_precision("table_precision");
+  p.arithmetic = k.get_precision("arithmetic_precision");
+  p.recipe = AngleRecipe::hf_f32;
+  if (const auto* rc = k.get("angle_recipe")) {
     const auto recipe = parse_angle_recipe(*rc);
     if (!recipe)
       throw UsageError("angle_recipe must be hf_f32, pow_product or ladder_f32 (got '" + *rc +
                        "')");
-    r.policy.recipe = *recipe;
+    p.recipe = *recipe;
   }
-  if (const auto* fu = get("fused")) {
-    if (*fu != "true" && *fu != "false") throw UsageError("fused must be true or false");
-    r.policy.fused = *fu == "true";
-  }
-  get_double("trig_error", r.policy.trig_error);
-  if (!(r.policy.trig_error >= 0))
+  k.get_bool("fused", p.fused);
+  k.get_double("trig_error", p.trig_error);
+  if (!(p.trig_error >= 0))
     throw UsageError("trig_error must be >= 0 (units of the angle precision's unit roundoff)");
-  const std::string* tl = get("tensor_layout");
+  return p;
+}
+
+struct Resolved {
+  RopeSpec spec;
+  Policy policy;
+  std::string tensor_layout;
+  std::string seq_len_from;             // where an explicit seq_len came from; empty: none given
+  bool seq_len_from_positions = false;  // none given: max(position) + 1 (runtime_seq_len)
+};
+
+// seq_len (dynamic, longrope) may come from the keys or --seq-len; given by one only, it is the
+// spec's (also when the keys give no layout); given by both, it must agree. Keys that give a
+// layout must describe the config's spec.
+void merge_hf_config(Resolved& r, RopeSpec h, bool keys_give_layout, std::int64_t keys_seq_len,
+                     const std::string& keys_seq_len_from) {
+  if (h.scaling.seq_len != 0 && keys_seq_len == 0) r.seq_len_from = "--seq-len";
+  if (h.scaling.seq_len == 0) h.scaling.seq_len = keys_seq_len;
+  if (!keys_give_layout) {
+    if (h.scaling.seq_len != keys_seq_len && keys_seq_len != 0)
+      throw UsageError("seq_len " + std::to_string(keys_seq_len) + " from " + keys_seq_len_from +
+                       " contradicts --seq-len " + std::to_string(h.scaling.seq_len));
+    r.spec = h.normalized();  // a seq_len from the keys is validated too
+    return;
+  }
+  if (r.spec.scaling.seq_len == 0) r.spec.scaling.seq_len = h.scaling.seq_len;
+  if (!(r.spec == h))
+    throw UsageError("the spec keys describe " + describe(r.spec) + " but --hf-config gives " +
+                     describe(h));
+}
+
+// keys_seq_len_from: how messages name the keys' seq_len (its file).
+Resolved resolve(const Keys& keys, std::int64_t last_dim, std::size_t rank,
+                 const std::optional<RopeSpec>& hf = std::nullopt,
+                 const std::string& keys_seq_len_from = "the spec keys") {
+  warn_unknown_keys(keys);
+  const KeyReader k(keys);
+  Resolved r;
+  const std::string* lay = k.get("layout");
+  if (!lay && !hf)
+    throw UsageError("spec key 'layout' missing (" + layout_choices() +
+                     "): set it in __metadata__ or --spec, or give --hf-config");
+  if (lay) r.spec = spec_from_keys(k, *lay, last_dim);
+  const std::int64_t keys_seq_len = k.get_int("seq_len", 0);
+  if (keys_seq_len != 0) r.seq_len_from = keys_seq_len_from;
+  if (hf) merge_hf_config(r, *hf, lay != nullptr, keys_seq_len, keys_seq_len_from);
+  if (r.spec.head_dim != last_dim)
+    throw UsageError("head_dim " + std::to_string(r.spec.head_dim) +
+                     " does not match the last dimension of the tensors (" +
+                     std::to_string(last_dim) + ")");
+  r.policy = policy_from_keys(k);
+  const std::string* tl = k.get("tensor_layout");
   r.tensor_layout = tl ? *tl : rank == 2 ? "td" : rank == 3 ? "thd" : "bhtd";
   return r;
 }
+
+// ---- tensors -> vectors and their positions -----------------------------------------------------
 
 // One vector of a recorded tensor: where it is and which position it has.
 struct Vec {
@@ -303,6 +333,47 @@ Geometry geometry(const tio::Tensor& x, const std::string& tl) {
   return g;
 }
 
+// The positions tensor read per vector: [T] or [B, T] (every axis at that position), or one per
+// axis, axis-major as HF's position_ids: [A, T] or [A, B, T]. With A == 1 the per-axis shapes are
+// the 1-D ones, so they are only taken for multi-axis specs.
+class PositionIndex {
+ public:
+  PositionIndex(const tio::Tensor& pos, const Geometry& g, std::int64_t n_axes)
+      : pos_(pos), g_(g), axes_(n_axes) {
+    if (pos.type != tio::ElemType::i64 && pos.type != tio::ElemType::i32)
+      throw UsageError("positions must be int64 or int32, is " + pos.type_name);
+    const auto& ps = pos.shape;
+    const std::int64_t A = n_axes, B = g.B, T = g.T;
+    axes_t_ = A > 1 && ps.size() == 2 && ps[0] == A && ps[1] == T;
+    axes_bt_ = A > 1 && ps.size() == 3 && ps[0] == A && ps[1] == B && ps[2] == T;
+    per_batch_ = !axes_t_ && ps.size() == 2 && ps[0] == B && ps[1] == T;
+    if (!(ps.size() == 1 && ps[0] == T) && !per_batch_ && !axes_t_ && !axes_bt_)
+      throw UsageError("positions must have shape [" + std::to_string(T) + "] or [" +
+                       std::to_string(B) + ", " + std::to_string(T) + "]" +
+                       (A > 1 ? " (or, one per axis, [" + std::to_string(A) + ", " +
+                                    std::to_string(T) + "] or [" + std::to_string(A) + ", " +
+                                    std::to_string(B) + ", " + std::to_string(T) + "])"
+                              : std::string()));
+  }
+  // One position per axis with per-axis positions, else the one position of every axis.
+  std::vector<std::int64_t> of(const Vec& v) const {
+    std::vector<std::int64_t> p;
+    for (std::int64_t a = 0; a < (axes_t_ || axes_bt_ ? axes_ : 1); ++a) p.push_back(at(v, a));
+    return p;
+  }
+
+ private:
+  std::int64_t at(const Vec& v, std::int64_t a) const {
+    if (axes_t_) return pos_.get_int(a * g_.T + v.t);
+    if (axes_bt_) return pos_.get_int((a * g_.B + v.b) * g_.T + v.t);
+    return pos_.get_int(per_batch_ ? v.b * g_.T + v.t : v.t);
+  }
+  const tio::Tensor& pos_;
+  const Geometry& g_;
+  std::int64_t axes_;
+  bool axes_t_ = false, axes_bt_ = false, per_batch_ = false;
+};
+
 std::optional<Dtype> dtype_of_elem(tio::ElemType e) {
   switch (e) {
     case tio::ElemType::f64:
@@ -318,60 +389,18 @@ std::optional<Dtype> dtype_of_elem(tio::ElemType e) {
   }
 }
 
-std::string fmt(double v, int prec = 4) {
-  if (std::isnan(v)) return "nan";
-  std::ostringstream o;
-  o << std::setprecision(prec) << v;
-  return o.str();
-}
-
-// a and b with the fewest significant digits (at least `prec`) that tell them apart when they
-// differ: 17 digits tell any two doubles apart.
-std::pair<std::string, std::string> fmt_apart(double a, double b, int prec = 4) {
-  for (;; ++prec) {
-    std::string sa = fmt(a, prec), sb = fmt(b, prec);
-    if (sa != sb || prec >= 17 || a == b || (std::isnan(a) && std::isnan(b))) return {sa, sb};
-  }
-}
-
-// A recorded output and the exact value it is compared with, apart as above; beyond 17 digits
-// (the exact value is not a double) both are written from their exact values.
-std::pair<std::string, std::string> fmt_got_expected(double got, const ref::Mp& expected) {
-  auto s = fmt_apart(got, static_cast<double>(expected), 9);
-  if (s.first != s.second || !std::isfinite(got) || ref::exact(got) == expected) return s;
-  for (int prec = 18;; ++prec) {
-    s = {ref::to_decimal(ref::exact(got), prec), ref::to_decimal(expected, prec)};
-    if (s.first != s.second || prec >= 60) return s;
-  }
-}
-
-// Why a pair failed: "error E u > bound B u" with digits enough to tell E from B, in absolute
-// terms when the pair's scale (unit = |s| |x_pair| u) is 0 or the division makes E and B equal;
-// NaN and infinite errors said as such.
-std::string exceeded(double err, double bound, double unit, bool got_nan, bool got_inf) {
-  if (std::isnan(err)) return got_nan ? "error is NaN (got a NaN output)" : "error is NaN";
-  if (std::isinf(err))
-    return got_inf ? "error is infinite (got an infinite output)" : "error is infinite";
-  if (std::isnan(bound)) return "bound is NaN (error " + fmt(err, 17) + ")";
-  if (unit > 0) {
-    const auto [e, b] = fmt_apart(err / unit, bound / unit);
-    if (e != b) return "error " + e + " u > bound " + b + " u";
-  }
-  const auto [e, b] = fmt_apart(err, bound);
-  return "error " + e + " > bound " + b + " (absolute" +
-         (unit > 0 ? ", both " + fmt(err / unit, 17) + " u" : ", the input pair is zero") + ")";
-}
-
-// v replaces the running maximum cur: larger, or NaN (the first NaN stays).
-bool worse(double v, double cur) { return !std::isnan(cur) && (std::isnan(v) || v > cur); }
+// ---- the check of one tensor pair ---------------------------------------------------------------
 
 struct PairResult {
   std::string name;  // "x -> y"
-  std::int64_t vectors = 0, checked = 0, skipped_nonfinite = 0, failures = 0;
-  // Each maximum with its own location (vector and pair); empty when nothing was checked.
-  double max_err_u = 0, max_util = 0;
-  std::string max_err_at, max_util_at;
-  std::vector<std::string> located;  // first failures
+  std::int64_t vectors = 0, skipped_nonfinite = 0;
+  verify::Summary summary;  // of the checked vectors (finite input)
+  // "FAIL x -> y token 3 (position 4096), head 1, pair 5 (elements 5, 37): ..."
+  std::vector<std::string> located() const {
+    std::vector<std::string> l;
+    for (const auto& f : summary.findings) l.push_back("FAIL " + name + " " + f.message());
+    return l;
+  }
 };
 
 PairResult check_pair(const std::string& label, const tio::Tensor& x, const tio::Tensor& y,
@@ -381,115 +410,98 @@ PairResult check_pair(const std::string& label, const tio::Tensor& x, const tio:
   if (y.type != x.type || y.shape != x.shape)
     throw UsageError("tensor '" + y.name + "' must have the dtype and shape of '" + x.name + "'");
   const Geometry g = geometry(x, r.tensor_layout);
-  if (pos.type != tio::ElemType::i64 && pos.type != tio::ElemType::i32)
-    throw UsageError("positions must be int64 or int32, is " + pos.type_name);
   const RopeSpec& spec = r.spec;
-  const std::int64_t A = spec.n_axes();
-  // Axis-major multi-axis positions ([A, T] or [A, B, T]); with A == 1 these shapes are the 1-D
-  // ones below, so they are only taken for multi-axis specs.
-  const auto& ps = pos.shape;
-  const bool axes_t = A > 1 && ps.size() == 2 && ps[0] == A && ps[1] == g.T;
-  const bool axes_bt = A > 1 && ps.size() == 3 && ps[0] == A && ps[1] == g.B && ps[2] == g.T;
-  const bool per_batch = !axes_t && ps.size() == 2 && ps[0] == g.B && ps[1] == g.T;
-  if (!(ps.size() == 1 && ps[0] == g.T) && !per_batch && !axes_t && !axes_bt)
-    throw UsageError("positions must have shape [" + std::to_string(g.T) + "] or [" +
-                     std::to_string(g.B) + ", " + std::to_string(g.T) + "]" +
-                     (A > 1 ? " (or, one per axis, [" + std::to_string(A) + ", " +
-                                  std::to_string(g.T) + "] or [" + std::to_string(A) + ", " +
-                                  std::to_string(g.B) + ", " + std::to_string(g.T) + "])"
-                            : std::string()));
-  const bool multi = axes_t || axes_bt;
-  const double magnitude = magnitude_f64(spec);
-  const double u = unit_roundoff(*d);
+  const PositionIndex positions(pos, g, spec.n_axes());
+  const verify::PairChecker checker(r.policy, spec, *d);
   PairResult res;
   res.name = label;
+  res.summary.keep = static_cast<std::size_t>(std::max(0, max_failures));
+  std::vector<double> xv(spec.head_dim), yv(spec.head_dim);
   for (const Vec& v : g.vecs) {
     ++res.vectors;
-    // Position on axis a (every axis: the one 1-D position unless per-axis positions are given).
-    auto pos_at = [&](std::int64_t a) {
-      if (axes_t) return pos.get_int(a * g.T + v.t);
-      if (axes_bt) return pos.get_int((a * g.B + v.b) * g.T + v.t);
-      return pos.get_int(per_batch ? v.b * g.T + v.t : v.t);
-    };
-    const std::int64_t m = pos_at(0);
-    ref::Positions mp;
-    std::string pos_text = std::to_string(m);
-    for (std::int64_t a = 0; a < (multi ? A : 1); ++a) mp.push_back(ref::Mp(pos_at(a)));
-    if (multi) {
-      pos_text = "(";
-      for (std::int64_t a = 0; a < A; ++a) pos_text += (a ? "," : "") + std::to_string(pos_at(a));
-      pos_text += ")";
-    }
-    std::vector<double> xv(spec.head_dim), yv(spec.head_dim);
-    bool finite = true;
     for (std::int64_t j = 0; j < spec.head_dim; ++j) {
       xv[j] = x.get(v.offset + j);
       yv[j] = y.get(v.offset + j);
-      finite = finite && std::isfinite(xv[j]);
     }
-    if (!finite) {
+    // No relative error exists for a non-finite input.
+    if (!std::all_of(xv.begin(), xv.end(), [](double e) { return std::isfinite(e); })) {
       ++res.skipped_nonfinite;
       continue;
     }
-    ++res.checked;
-    std::ostringstream where;
-    where << (g.B > 1 ? "batch " + std::to_string(v.b) + ", " : "") << "token " << v.t
-          << " (position " << pos_text << "), head " << v.h;
-    auto fail = [&](const std::string& what) {
-      ++res.failures;
-      if (static_cast<int>(res.located.size()) < max_failures)
-        res.located.push_back("FAIL " + label + " " + where.str() + ", " + what);
-    };
-    for (std::int64_t j = spec.rotary_dim; j < spec.head_dim; ++j) {
-      const std::uint64_t gb = bits_of(yv[j], *d), ib = bits_of(xv[j], *d);
-      if (gb == ib) continue;
-      auto [gs, is] = fmt_apart(yv[j], xv[j], 9);
-      if (gs == is) {  // NaN payloads: the bits tell them apart
-        std::ostringstream h;
-        h << std::hex << " (bits 0x" << gb << ")";
-        gs += h.str();
-        h.str("");
-        h << std::hex << " (bits 0x" << ib << ")";
-        is += h.str();
-      }
-      fail("pass-through element " + std::to_string(j) + " changed: got " + gs + ", input " + is);
-    }
+    verify::Location at;
+    at.batch = g.B > 1 ? v.b : -1;
+    at.token = v.t;
+    at.position = positions.of(v);
+    at.head = v.h;
+    ref::Positions mp;
+    for (std::int64_t p : at.position) mp.push_back(ref::Mp(p));
     const auto exact =
-        multi ? ref::apply_blocked(spec, mp, xv) : ref::apply_blocked(spec, mp[0], xv);
-    for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
-      const auto [a, b] = spec.pair(i);
-      const double da = static_cast<double>(ref::exact(yv[a]) - exact[a]);
-      const double db = static_cast<double>(ref::exact(yv[b]) - exact[b]);
-      const double err = std::hypot(da, db);
-      // The magnitude includes the variant's attention factor (yarn, longrope).
-      const double scaled_norm = magnitude * std::hypot(xv[a], xv[b]);
-      const auto pb = bounds::pair_error_bound(
-          r.policy, spec, *d, i, static_cast<double>(pos_at(multi ? spec.pair_axis(i) : 0)));
-      const double bound = pb.abs(scaled_norm);
-      const double err_u = scaled_norm > 0 ? err / (scaled_norm * u) : (err > 0 ? INFINITY : 0);
-      const double util = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0);
-      const std::string at = where.str() + ", pair " + std::to_string(i);
-      if (worse(util, res.max_util) || res.max_util_at.empty()) {
-        res.max_util = util;
-        res.max_util_at = at;
-      }
-      if (worse(err_u, res.max_err_u) || res.max_err_at.empty()) {
-        res.max_err_u = err_u;
-        res.max_err_at = at;
-      }
-      if (!(err <= bound)) {
-        const auto ga = fmt_got_expected(yv[a], exact[a]);
-        const auto gb = fmt_got_expected(yv[b], exact[b]);
-        fail("pair " + std::to_string(i) + " (elements " + std::to_string(a) + ", " +
-             std::to_string(b) + "): " +
-             exceeded(err, bound, scaled_norm * u, std::isnan(yv[a]) || std::isnan(yv[b]),
-                      std::isinf(yv[a]) || std::isinf(yv[b])) +
-             "; got (" + ga.first + ", " + gb.first + "), expected (" + ga.second + ", " +
-             gb.second + ")");
-      }
-    }
+        mp.size() > 1 ? ref::apply_blocked(spec, mp, xv) : ref::apply_blocked(spec, mp[0], xv);
+    verify::add_vector(res.summary, checker,
+                       verify::check_vector(checker, at.position, xv.data(), yv.data(), exact), at,
+                       xv.data(), yv.data(), exact);
   }
   return res;
+}
+
+// ---- inputs, output -----------------------------------------------------------------------------
+
+struct Inputs {
+  Keys keys;  // __metadata__ (safetensors)
+  std::vector<std::pair<std::string, std::pair<tio::Tensor, tio::Tensor>>> pairs;
+  tio::Tensor pos;
+  std::string source;
+};
+
+Inputs read_safetensors_inputs(const std::string& path, const tio::Limits& lim) {
+  Inputs in;
+  in.source = path;
+  auto f = tio::read_safetensors(path, lim);
+  in.keys = f.metadata;
+  const tio::Tensor* p = f.find("positions");
+  if (!p) throw UsageError(path + ": no tensor named 'positions'");
+  in.pos = *p;
+  for (auto [x, y] :
+       {std::pair<const char*, const char*>{"x", "y"}, {"q", "q_out"}, {"k", "k_out"}}) {
+    const tio::Tensor* a = f.find(x);
+    const tio::Tensor* b = f.find(y);
+    if (a && !b) throw UsageError(path + ": tensor '" + x + "' without its output '" + y + "'");
+    if (a && b) in.pairs.push_back({std::string(x) + " -> " + y, {*a, *b}});
+  }
+  if (in.pairs.empty())
+    throw UsageError(path + ": no tensor pair x/y, q/q_out or k/k_out to check");
+  return in;
+}
+
+Inputs read_npy_inputs(const CheckOptions& o, const tio::Limits& lim) {
+  if (o.input.empty() || o.output.empty() || o.positions.empty())
+    throw UsageError("the .npy form needs --input, --output and --positions");
+  if (o.spec.empty() && o.hf.path.empty())
+    throw UsageError("the .npy form needs --spec spec.json (or --hf-config config.json)");
+  Inputs in;
+  in.source = o.input;
+  auto a = tio::read_npy(o.input, lim);
+  auto b = tio::read_npy(o.output, lim);
+  a.name = "input";
+  b.name = "output";
+  in.pos = tio::read_npy(o.positions, lim);
+  in.pairs.push_back({"input -> output", {a, b}});
+  return in;
+}
+
+Inputs read_inputs(const CheckOptions& o) {
+  tio::Limits lim;
+  lim.max_bytes = o.max_bytes;
+  const bool st = !o.tensors.empty();
+  const bool npy = !o.input.empty() || !o.output.empty() || !o.positions.empty();
+  if (st == npy)
+    throw UsageError(
+        "give either --tensors FILE.safetensors or --input/--output/--positions .npy files");
+  try {
+    return st ? read_safetensors_inputs(o.tensors, lim) : read_npy_inputs(o, lim);
+  } catch (const tio::FormatError& e) {
+    throw UsageError(e.what());
+  }
 }
 
 // Dynamic NTK and LongRoPE: seq_len = max(position) + 1 over every element of the positions
@@ -503,128 +515,103 @@ RopeSpec runtime_seq_len(const RopeSpec& spec, const tio::Tensor& pos,
   return with_runtime_seq_len(spec, m, seq_len_from.empty() ? "--seq-len" : seq_len_from);
 }
 
-int run_check(const CheckOptions& o) {
-  tio::Limits lim;
-  lim.max_bytes = o.max_bytes;
-  const bool st = !o.tensors.empty();
-  const bool npy = !o.input.empty() || !o.output.empty() || !o.positions.empty();
-  if (st == npy)
-    throw UsageError(
-        "give either --tensors FILE.safetensors or --input/--output/--positions .npy files");
-  Keys keys;
-  std::vector<std::pair<std::string, std::pair<tio::Tensor, tio::Tensor>>> pairs;
-  tio::Tensor pos;
-  std::string source;
-  try {
-    if (st) {
-      source = o.tensors;
-      auto f = tio::read_safetensors(o.tensors, lim);
-      keys = f.metadata;
-      const tio::Tensor* p = f.find("positions");
-      if (!p) throw UsageError(o.tensors + ": no tensor named 'positions'");
-      pos = *p;
-      for (auto [in, out] :
-           {std::pair<const char*, const char*>{"x", "y"}, {"q", "q_out"}, {"k", "k_out"}}) {
-        const tio::Tensor* a = f.find(in);
-        const tio::Tensor* b = f.find(out);
-        if (a && !b)
-          throw UsageError(o.tensors + ": tensor '" + in + "' without its output '" + out + "'");
-        if (a && b) pairs.push_back({std::string(in) + " -> " + out, {*a, *b}});
-      }
-      if (pairs.empty())
-        throw UsageError(o.tensors + ": no tensor pair x/y, q/q_out or k/k_out to check");
-    } else {
-      if (o.input.empty() || o.output.empty() || o.positions.empty())
-        throw UsageError("the .npy form needs --input, --output and --positions");
-      if (o.spec.empty() && o.hf.path.empty())
-        throw UsageError("the .npy form needs --spec spec.json (or --hf-config config.json)");
-      source = o.input;
-      auto a = tio::read_npy(o.input, lim);
-      auto b = tio::read_npy(o.output, lim);
-      a.name = "input";
-      b.name = "output";
-      pos = tio::read_npy(o.positions, lim);
-      pairs.push_back({"input -> output", {a, b}});
-    }
-  } catch (const tio::FormatError& e) {
-    throw UsageError(e.what());
-  }
+// The spec and policy of the inputs: __metadata__, overridden by --spec, and/or --hf-config.
+Resolved resolve_inputs(const CheckOptions& o, Inputs& in) {
   const Keys spec_keys = o.spec.empty() ? Keys{} : read_spec_json(o.spec);
-  for (const auto& [k, v] : spec_keys) keys[k] = v;
-  const std::string keys_seq_len_from =
-      spec_keys.count("seq_len") ? "--spec '" + o.spec + "'" : "__metadata__ of '" + source + "'";
-
-  const auto& x0 = pairs.front().second.first;
+  for (const auto& [k, v] : spec_keys) in.keys[k] = v;
+  const std::string keys_seq_len_from = spec_keys.count("seq_len")
+                                            ? "--spec '" + o.spec + "'"
+                                            : "__metadata__ of '" + in.source + "'";
+  const auto& x0 = in.pairs.front().second.first;
   if (x0.shape.empty()) throw UsageError("tensor '" + x0.name + "' is a scalar");
   const std::optional<RopeSpec> hf = o.hf.read();
-  if (hf) {
-    if (hf->head_dim != x0.shape.back())
-      throw UsageError("--hf-config: head_dim " + std::to_string(hf->head_dim) +
-                       " does not match the last dimension of the tensors (" +
-                       std::to_string(x0.shape.back()) + ")");
-  }
-  Resolved r = resolve(keys, x0.shape.back(), x0.shape.size(), hf, keys_seq_len_from);
+  if (hf && hf->head_dim != x0.shape.back())
+    throw UsageError("--hf-config: head_dim " + std::to_string(hf->head_dim) +
+                     " does not match the last dimension of the tensors (" +
+                     std::to_string(x0.shape.back()) + ")");
+  Resolved r = resolve(in.keys, x0.shape.back(), x0.shape.size(), hf, keys_seq_len_from);
   const std::int64_t given_seq_len = r.spec.scaling.seq_len;
-  r.spec = runtime_seq_len(r.spec, pos, r.seq_len_from);
-  const auto d = dtype_of_elem(x0.type);
-  if (!d) throw UsageError("tensor '" + x0.name + "' must be F64/F32/F16/BF16, is " + x0.type_name);
-  ref::set_precision_bits(ref::default_bits(*d));
+  r.spec = runtime_seq_len(r.spec, in.pos, r.seq_len_from);
+  r.seq_len_from_positions = given_seq_len == 0 && r.spec.scaling.seq_len != 0;
+  return r;
+}
 
-  std::cout << "ropecheck check: " << source << "\n"
-            << "spec: " << describe(r.spec) << ", dtype " << name(*d) << ", tensor_layout "
-            << r.tensor_layout << "\n";
-  if (given_seq_len == 0 && r.spec.scaling.seq_len != 0)
-    std::cout << "seq_len " << r.spec.scaling.seq_len
-              << " = max(position) + 1, the length transformers computes at run time (none "
-                 "given)\n";
-  std::cout << "declared policy: " << describe(r.policy) << "\n\n";
-  std::vector<PairResult> results;
-  for (const auto& [label, xy] : pairs)
-    results.push_back(check_pair(label, xy.first, xy.second, pos, r, o.max_failures));
+nlohmann::json result_json(const PairResult& p) {
+  const verify::Summary& s = p.summary;
+  return {{"tensors", p.name},
+          {"vectors", p.vectors},
+          {"checked", s.vectors},
+          {"skipped_nonfinite_input", p.skipped_nonfinite},
+          {"failures", s.failures},
+          {"max_pair_error_u", s.max_error_u},
+          {"max_bound_utilization", s.max_utilization},
+          {"max_pair_error_at", s.max_error_at.text()},
+          {"max_bound_utilization_at", s.max_utilization_at.text()},
+          {"worst", s.max_utilization_at.text()},  // the older name of max_bound_utilization_at
+          {"located", p.located()}};
+}
 
+// The table (one row per tensor pair, each maximum with its own location), the notes and the
+// located failures. Returns whether anything failed.
+bool print_results(const std::vector<PairResult>& results) {
   std::cout << std::left << std::setw(18) << "tensors" << std::setw(9) << "vectors" << std::setw(9)
             << "checked" << std::setw(8) << "result" << std::setw(14) << "max err [u]"
             << "max err/bound\n";
   bool any_fail = false;
-  nlohmann::json jres = nlohmann::json::array();
   for (const auto& p : results) {
-    any_fail = any_fail || p.failures > 0;
+    const verify::Summary& s = p.summary;
+    any_fail = any_fail || !s.passed();
+    const std::string util = verify::fmt_apart(s.max_utilization, 1.0).first;
     std::cout << std::left << std::setw(18) << p.name << std::setw(9) << p.vectors << std::setw(9)
-              << p.checked << std::setw(8) << (p.failures ? "FAIL" : "pass") << std::setw(14)
-              << fmt(p.max_err_u) << fmt_apart(p.max_util, 1.0).first << "\n";
-    // Each figure with its own location: the largest error and the largest share of the bound
-    // are often different pairs (the bound grows with the position).
-    if (!p.max_err_at.empty())
-      std::cout << "  max err [u]   " << fmt(p.max_err_u) << " at " << p.max_err_at << "\n"
-                << "  max err/bound " << fmt_apart(p.max_util, 1.0).first << " at " << p.max_util_at
-                << "\n";
-    jres.push_back({{"tensors", p.name},
-                    {"vectors", p.vectors},
-                    {"checked", p.checked},
-                    {"skipped_nonfinite_input", p.skipped_nonfinite},
-                    {"failures", p.failures},
-                    {"max_pair_error_u", p.max_err_u},
-                    {"max_bound_utilization", p.max_util},
-                    {"max_pair_error_at", p.max_err_at},
-                    {"max_bound_utilization_at", p.max_util_at},
-                    {"worst", p.max_util_at},  // the older name of max_bound_utilization_at, kept
-                    {"located", p.located}});
+              << s.vectors << std::setw(8) << (s.passed() ? "pass" : "FAIL") << std::setw(14)
+              << verify::fmt(s.max_error_u) << util << "\n";
+    // The largest error and the largest share of the bound are often different pairs (the bound
+    // grows with the position).
+    if (s.any)
+      std::cout << "  max err [u]   " << verify::fmt(s.max_error_u) << " at "
+                << s.max_error_at.text() << "\n"
+                << "  max err/bound " << util << " at " << s.max_utilization_at.text() << "\n";
   }
   for (const auto& p : results) {
     if (p.skipped_nonfinite)
       std::cout << "note: " << p.name << ": " << p.skipped_nonfinite
                 << " vector(s) with non-finite input not checked\n";
-    for (const auto& l : p.located) std::cout << l << "\n";
-    if (p.failures > static_cast<std::int64_t>(p.located.size()))
-      std::cout << "... " << p.failures - static_cast<std::int64_t>(p.located.size())
-                << " more failure(s) in " << p.name << "\n";
+    for (const auto& l : p.located()) std::cout << l << "\n";
+    const auto shown = static_cast<std::int64_t>(p.summary.findings.size());
+    if (p.summary.failures > shown)
+      std::cout << "... " << p.summary.failures - shown << " more failure(s) in " << p.name << "\n";
   }
   std::cout << (any_fail ? "\nFAIL" : "\nPASS")
             << ": bound = ropecheck::bounds per-pair bound for the declared policy\n";
+  return any_fail;
+}
+
+int run_check(const CheckOptions& o) {
+  Inputs in = read_inputs(o);
+  const Resolved r = resolve_inputs(o, in);
+  const auto& x0 = in.pairs.front().second.first;
+  const auto d = dtype_of_elem(x0.type);
+  if (!d) throw UsageError("tensor '" + x0.name + "' must be F64/F32/F16/BF16, is " + x0.type_name);
+  ref::set_precision_bits(ref::default_bits(*d));
+
+  std::cout << "ropecheck check: " << in.source << "\n"
+            << "spec: " << describe(r.spec) << ", dtype " << name(*d) << ", tensor_layout "
+            << r.tensor_layout << "\n";
+  if (r.seq_len_from_positions)
+    std::cout << "seq_len " << r.spec.scaling.seq_len
+              << " = max(position) + 1, the length transformers computes at run time (none "
+                 "given)\n";
+  std::cout << "declared policy: " << describe(r.policy) << "\n\n";
+  std::vector<PairResult> results;
+  for (const auto& [label, xy] : in.pairs)
+    results.push_back(check_pair(label, xy.first, xy.second, in.pos, r, o.max_failures));
+  const bool any_fail = print_results(results);
   if (!o.out_dir.empty()) {
+    nlohmann::json jres = nlohmann::json::array();
+    for (const auto& p : results) jres.push_back(result_json(p));
     std::filesystem::create_directories(o.out_dir);
-    nlohmann::json doc{{"command", "check"}, {"source", source}, {"spec", describe(r.spec)},
-                       {"dtype", name(*d)},  {"results", jres},  {"passed", !any_fail}};
+    nlohmann::json doc{{"command", "check"}, {"source", in.source}, {"spec", describe(r.spec)},
+                       {"dtype", name(*d)},  {"results", jres},     {"passed", !any_fail}};
     reports::atomic_write(std::filesystem::path(o.out_dir) / "check.json", doc.dump(2) + "\n");
   }
   std::cout.flush();

@@ -1,5 +1,6 @@
 // `ropecheck eval`: one spec, a few positions and input rows -> the exact reference, its correct
 // rounding, and optionally a kernel's output with its error, as one JSON object.
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -8,11 +9,11 @@
 #include "cli.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/reference/reference.hpp"
+#include "ropecheck/verify/verify.hpp"
 
 namespace ropecheck::cli {
 
 namespace ref = ropecheck::reference;
-
 
 namespace {
 
@@ -60,7 +61,7 @@ RopeSpec eval_spec(const EvalOptions& o) {
     throw UsageError("--head-dim and --layout are required (or --hf-config)");
   const auto layout = parse_layout(o.layout);
   if (!layout || is_multi_axis(*layout))
-    throw UsageError("--layout must be interleaved, half or proportional, got '" + o.layout +
+    throw UsageError("--layout must be " + layout_choices(/*one_d=*/true) + ", got '" + o.layout +
                      "' (multi-axis layouts come from --hf-config)");
   RopeSpec raw;
   raw.head_dim = o.head_dim;
@@ -90,43 +91,41 @@ RopeSpec runtime_seq_len(const RopeSpec& spec, const std::vector<ref::Mp>& pos,
                               text.is_string() ? text.get<std::string>() : text.dump());
 }
 
-int run_eval(const EvalOptions& o, const RunOptions& run) {
-  const auto dtype = parse_dtype(o.dtype);
-  if (!dtype) throw UsageError("--dtype must be one of f64, f32, f16, bf16, got '" + o.dtype + "'");
-  if (o.digits < 1 || o.digits > 1000) throw UsageError("--digits must be in [1, 1000]");
-
-  RopeSpec spec = eval_spec(o);
-
-  const unsigned bits = o.ref_bits ? o.ref_bits : ref::default_bits(*dtype);
-  if (bits < 64 || bits > 100000) throw UsageError("--ref-bits must be in [64, 100000]");
-  ref::set_precision_bits(bits);
-
-  // Positions: int64 where they parse as integers; the reference also takes fractional ones.
-  std::vector<ref::Mp> pos_mp;
-  std::vector<std::int64_t> pos_int;
+// --position: int64 where they parse as integers; the reference also takes fractional ones.
+struct EvalPositions {
+  std::vector<ref::Mp> mp;
+  std::vector<std::int64_t> ints;  // all of them when all_int
   bool all_int = true;
-  nlohmann::ordered_json pos_json = nlohmann::ordered_json::array();
-  for (const auto& f : split(o.positions, ',', "--position")) {
+  nlohmann::ordered_json json = nlohmann::ordered_json::array();  // as given
+};
+
+EvalPositions parse_positions(const std::string& text) {
+  EvalPositions p;
+  for (const auto& f : split(text, ',', "--position")) {
     long long i = 0;
     if (parse_int64(f, i)) {
-      pos_mp.push_back(ref::Mp(static_cast<std::int64_t>(i)));
-      pos_int.push_back(i);
-      pos_json.push_back(i);
+      p.mp.push_back(ref::Mp(static_cast<std::int64_t>(i)));
+      p.ints.push_back(i);
+      p.json.push_back(i);
     } else {
       try {
-        pos_mp.push_back(ref::parse_decimal(f));
+        p.mp.push_back(ref::parse_decimal(f));
       } catch (const std::exception&) {
         throw UsageError("--position: '" + f + "' is not a number");
       }
-      all_int = false;
-      pos_json.push_back(f);
+      p.all_int = false;
+      p.json.push_back(f);
     }
   }
-  spec = runtime_seq_len(spec, pos_mp, pos_json);
+  return p;
+}
 
-  // Input rows: decimal text -> one correct rounding into the dtype (never via double first).
+// --input rows: decimal text -> one correct rounding into the dtype (never via double first); one
+// row per position, or one row broadcast to every position.
+std::vector<std::vector<double>> parse_rows(const std::string& text, Dtype dtype,
+                                            std::int64_t head_dim, std::size_t n_positions) {
   std::vector<std::vector<double>> rows;
-  for (const auto& r : split(o.input, ';', "--input")) {
+  for (const auto& r : split(text, ';', "--input")) {
     std::vector<double> row;
     for (const auto& f : split(r, ',', "--input")) {
       ref::Mp v;
@@ -135,92 +134,117 @@ int run_eval(const EvalOptions& o, const RunOptions& run) {
       } catch (const std::exception&) {
         throw UsageError("--input: '" + f + "' is not a finite number");
       }
-      const double x = ref::round_to(v, *dtype);
+      const double x = ref::round_to(v, dtype);
       if (!std::isfinite(x))
-        throw UsageError("--input: '" + f + "' overflows " + std::string(name(*dtype)));
+        throw UsageError("--input: '" + f + "' overflows " + std::string(name(dtype)));
       row.push_back(x);
     }
-    if (static_cast<std::int64_t>(row.size()) != spec.head_dim)
+    if (static_cast<std::int64_t>(row.size()) != head_dim)
       throw UsageError("--input: a row has " + std::to_string(row.size()) +
-                       " values, head_dim is " + std::to_string(spec.head_dim));
+                       " values, head_dim is " + std::to_string(head_dim));
     rows.push_back(std::move(row));
   }
-  if (rows.size() != 1 && rows.size() != pos_mp.size())
+  if (rows.size() != 1 && rows.size() != n_positions)
     throw UsageError("--input: give one row (broadcast) or one row per position (" +
-                     std::to_string(pos_mp.size()) + "), got " + std::to_string(rows.size()));
-  if (rows.size() == 1) rows.resize(pos_mp.size(), rows.front());
+                     std::to_string(n_positions) + "), got " + std::to_string(rows.size()));
+  if (rows.size() == 1) rows.resize(n_positions, rows.front());
+  return rows;
+}
 
-  const Kernel* kernel = nullptr;
-  if (!o.kernel.empty()) {
-    kernel = find_builtin_kernel(o.kernel);
-    if (!kernel)
-      throw UsageError("--kernel: no built-in kernel named '" + o.kernel +
-                       "' (see 'ropecheck list')");
-    if (!all_int)
-      throw UsageError("--kernel needs integer positions (kernels take int64 positions)");
-    if (!kernel->supports(spec, *dtype))
-      throw UsageError("kernel '" + o.kernel + "' does not support this spec/dtype");
-  }
+// --kernel: the built-in kernel, checked against the spec, dtype and positions (none: nullptr).
+const Kernel* eval_kernel(const EvalOptions& o, const RopeSpec& spec, Dtype dtype, bool all_int) {
+  if (o.kernel.empty()) return nullptr;
+  const Kernel* kernel = find_builtin_kernel(o.kernel);
+  if (!kernel)
+    throw UsageError("--kernel: no built-in kernel named '" + o.kernel +
+                     "' (see 'ropecheck list')");
+  if (!all_int) throw UsageError("--kernel needs integer positions (kernels take int64 positions)");
+  if (!kernel->supports(spec, dtype))
+    throw UsageError("kernel '" + o.kernel + "' does not support this spec/dtype");
+  return kernel;
+}
 
-  if (run.eval_validate_only) return 0;  // every option parsed and validated; the fuzz target stops here
-
-  nlohmann::ordered_json out;
-  out["spec"] = {{"head_dim", spec.head_dim}, {"rotary_dim", spec.rotary_dim},
-                 {"base", spec.base},         {"layout", name(spec.layout)},
-                 {"scale", spec.scale},       {"scaling", name(spec.scaling.kind)}};
+nlohmann::ordered_json spec_json(const RopeSpec& spec, int digits) {
+  nlohmann::ordered_json j = {{"head_dim", spec.head_dim}, {"rotary_dim", spec.rotary_dim},
+                              {"base", spec.base},         {"layout", name(spec.layout)},
+                              {"scale", spec.scale},       {"scaling", name(spec.scaling.kind)}};
   if (spec.scaling.kind != ScalingKind::none || !spec.sections.empty()) {
     // The variant's parameters and what they imply (exact magnitude, theta'), as decimal strings.
-    out["spec"]["description"] = describe(spec);
-    if (!spec.sections.empty()) out["spec"]["sections"] = spec.sections;
-    out["spec"]["magnitude"] = ref::to_decimal(ref::magnitude(spec), o.digits);
+    j["description"] = describe(spec);
+    if (!spec.sections.empty()) j["sections"] = spec.sections;
+    j["magnitude"] = ref::to_decimal(ref::magnitude(spec), digits);
     auto th = nlohmann::ordered_json::array();
-    for (const auto& t : ref::inv_freqs(spec)) th.push_back(ref::to_decimal(t, o.digits));
-    out["spec"]["inv_freq"] = th;
+    for (const auto& t : ref::inv_freqs(spec)) th.push_back(ref::to_decimal(t, digits));
+    j["inv_freq"] = th;
   }
+  return j;
+}
+
+// The kernel's outputs for every row, with the largest ULP error and pair error over them
+// (verify::compare_vector against the exact outputs).
+nlohmann::ordered_json kernel_json(const Kernel& kernel, const RopeSpec& spec, Dtype dtype,
+                                   const std::vector<std::vector<double>>& rows,
+                                   const std::vector<std::int64_t>& positions,
+                                   const std::vector<ref::MpVector>& exact) {
+  const auto n = static_cast<std::int64_t>(rows.size());
+  const int bytes = traits(dtype).bytes;
+  std::vector<unsigned char> in(static_cast<std::size_t>(n * spec.head_dim * bytes));
+  std::vector<unsigned char> res(in.size());
+  for (std::int64_t t = 0; t < n; ++t)
+    for (std::int64_t j = 0; j < spec.head_dim; ++j)
+      store(dtype, in.data(), t * spec.head_dim + j, rows[t][j]);
+  if (apply_contiguous(kernel, spec, dtype, n, 1, positions.data(), in.data(), res.data()) !=
+      KernelStatus::ok)
+    throw std::runtime_error("kernel '" + kernel.name() + "' failed");
+  nlohmann::ordered_json kj{{"name", kernel.name()}, {"policy", policy_json(kernel.policy(dtype))}};
+  kj["output"] = nlohmann::ordered_json::array();
+  double max_ulp = 0, max_pair = 0;
+  for (std::int64_t t = 0; t < n; ++t) {
+    std::vector<double> got(static_cast<std::size_t>(spec.head_dim));
+    for (std::int64_t j = 0; j < spec.head_dim; ++j)
+      got[j] = load(dtype, res.data(), t * spec.head_dim + j);
+    const auto e = verify::compare_vector(spec, dtype, rows[t], exact[t], got);
+    max_ulp = std::max(max_ulp, e.max_ulp);
+    max_pair = std::max(max_pair, e.max_pair_error_u);
+    kj["output"].push_back(number_row(got));
+  }
+  kj["max_ulp"] = number(max_ulp);
+  kj["max_pair_error_u"] = number(max_pair);
+  return kj;
+}
+
+int run_eval(const EvalOptions& o, const RunOptions& run) {
+  const auto dtype = parse_dtype(o.dtype);
+  if (!dtype) throw UsageError("--dtype must be one of f64, f32, f16, bf16, got '" + o.dtype + "'");
+  if (o.digits < 1 || o.digits > 1000) throw UsageError("--digits must be in [1, 1000]");
+  RopeSpec spec = eval_spec(o);
+  const unsigned bits = o.ref_bits ? o.ref_bits : ref::default_bits(*dtype);
+  if (bits < 64 || bits > 100000) throw UsageError("--ref-bits must be in [64, 100000]");
+  ref::set_precision_bits(bits);
+  const EvalPositions pos = parse_positions(o.positions);
+  spec = runtime_seq_len(spec, pos.mp, pos.json);
+  const auto rows = parse_rows(o.input, *dtype, spec.head_dim, pos.mp.size());
+  const Kernel* kernel = eval_kernel(o, spec, *dtype, pos.all_int);
+  if (run.eval_validate_only) return 0;  // every option parsed and validated (the fuzz target)
+
+  nlohmann::ordered_json out;
+  out["spec"] = spec_json(spec, o.digits);
   out["dtype"] = name(*dtype);
   out["reference_bits"] = ref::precision_bits();
-  out["positions"] = pos_json;
+  out["positions"] = pos.json;
   out["input"] = nlohmann::ordered_json::array();
   out["reference"] = nlohmann::ordered_json::array();
   out["reference_rounded"] = nlohmann::ordered_json::array();
   std::vector<ref::MpVector> exact;
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    exact.push_back(ref::apply_dense(spec, pos_mp[r], rows[r]));
+    exact.push_back(ref::apply_dense(spec, pos.mp[r], rows[r]));
     out["input"].push_back(number_row(rows[r]));
     auto dec = nlohmann::ordered_json::array();
     for (const auto& v : exact.back()) dec.push_back(ref::to_decimal(v, o.digits));
     out["reference"].push_back(dec);
     out["reference_rounded"].push_back(number_row(ref::round_to(exact.back(), *dtype)));
   }
-
-  if (kernel) {
-    const auto n = static_cast<std::int64_t>(rows.size());
-    const int bytes = traits(*dtype).bytes;
-    std::vector<unsigned char> in(static_cast<std::size_t>(n * spec.head_dim * bytes));
-    std::vector<unsigned char> res(in.size());
-    for (std::int64_t t = 0; t < n; ++t)
-      for (std::int64_t j = 0; j < spec.head_dim; ++j)
-        store(*dtype, in.data(), t * spec.head_dim + j, rows[t][j]);
-    if (apply_contiguous(*kernel, spec, *dtype, n, 1, pos_int.data(), in.data(), res.data()) !=
-        KernelStatus::ok)
-      throw std::runtime_error("kernel '" + o.kernel + "' failed");
-    nlohmann::ordered_json kj{{"name", kernel->name()},
-                              {"policy", policy_json(kernel->policy(*dtype))}};
-    kj["output"] = nlohmann::ordered_json::array();
-    double max_ulp = 0, max_pair = 0;
-    for (std::int64_t t = 0; t < n; ++t) {
-      std::vector<double> got(static_cast<std::size_t>(spec.head_dim));
-      for (std::int64_t j = 0; j < spec.head_dim; ++j)
-        got[j] = load(*dtype, res.data(), t * spec.head_dim + j);
-      const auto e = ref::compare(spec, *dtype, rows[t], exact[t], got);
-      max_ulp = std::max(max_ulp, e.max_ulp);
-      max_pair = std::max(max_pair, e.max_pair_error_u);
-      kj["output"].push_back(number_row(got));
-    }
-    kj["max_ulp"] = number(max_ulp);
-    kj["max_pair_error_u"] = number(max_pair);
-    out["kernel"] = kj;
-  }
+  if (kernel) out["kernel"] = kernel_json(*kernel, spec, *dtype, rows, pos.ints, exact);
   std::cout << out.dump(2) << "\n";
   return 0;
 }
@@ -242,7 +266,7 @@ void add_eval(CLI::App& app, int& status, const RunOptions& run) {
       ->excludes(hf);
   cmd->add_option("--base", opts->base, "frequency base (default 10000)")->excludes(hf);
   cmd->add_option("--scale", opts->scale, "magnitude scale s (default 1)");
-  cmd->add_option("--layout", opts->layout, "interleaved | half | proportional")->excludes(hf);
+  cmd->add_option("--layout", opts->layout, layout_choices(/*one_d=*/true))->excludes(hf);
   cmd->add_option("--dtype", opts->dtype, "f64 | f32 | f16 | bf16")->required();
   cmd->add_option("--position", opts->positions,
                   "position(s) M[,M...]; int64, or fractional for the reference alone")

@@ -1,3 +1,5 @@
+// `ropecheck list`: the built-in kernels with their declared policies, the dtypes, the layouts
+// and, with --hf-config, which kernel x dtype runs the model's spec; as text or JSON.
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -7,6 +9,76 @@
 #include "ropecheck/kernels/registry.hpp"
 
 namespace ropecheck::cli {
+
+namespace {
+
+nlohmann::json list_json(const std::optional<RopeSpec>& model, const std::string& model_path) {
+  nlohmann::json j;
+  j["dtypes"] = nlohmann::json::array();
+  for (Dtype d : kAllDtypes) {
+    const auto t = traits(d);
+    j["dtypes"].push_back({{"name", t.name},
+                           {"digits", t.digits},
+                           {"emin", t.emin},
+                           {"emax", t.emax},
+                           {"unit_roundoff", unit_roundoff(d)}});
+  }
+  j["layouts"] = {{{"name", "interleaved"}, {"pairs", "(2i, 2i+1)"}},
+                  {{"name", "half"}, {"pairs", "(i, i + rotary_dim/2)"}}};
+  j["kernels"] = nlohmann::json::array();
+  for (const Kernel* k : builtin_kernels()) {
+    nlohmann::json kj{{"name", k->name()}, {"description", k->description()}};
+    for (Dtype d : kAllDtypes) kj["policy"][name(d)] = policy_json(k->policy(d));
+    j["kernels"].push_back(kj);
+  }
+  if (model) {
+    // Which built-in kernels run this model's spec (scaling kind, layout, multi-axis) per dtype:
+    // validate/report skip the others as unsupported.
+    j["hf_config"] = {{"file", model_path}, {"spec", describe(*model)}};
+    for (const Kernel* k : builtin_kernels())
+      for (Dtype d : kAllDtypes)
+        j["hf_config"]["supported"][k->name()][name(d)] = k->supports(*model, d);
+  }
+  return j;
+}
+
+void print_kernels(const nlohmann::json& kernels) {
+  std::cout << "kernels:\n";
+  for (const auto& kj : kernels) {
+    std::cout << "  " << kj["name"].get<std::string>() << ": "
+              << kj["description"].get<std::string>() << "\n";
+    for (Dtype d : kAllDtypes) {
+      const auto& p = kj["policy"][name(d)];
+      std::cout << "    " << name(d) << ": angle " << p["angle"].get<std::string>() << " ("
+                << p["recipe"].get<std::string>() << "), table " << p["table"].get<std::string>()
+                << ", arithmetic " << p["arithmetic"].get<std::string>()
+                << (p["fused"].get<bool>() ? " (fma)" : "");
+      if (!p["notes"].get<std::string>().empty())
+        std::cout << "; " << p["notes"].get<std::string>();
+      std::cout << "\n";
+    }
+  }
+}
+
+void print_text(const nlohmann::json& j, const std::optional<RopeSpec>& model,
+                const std::string& model_path) {
+  print_kernels(j["kernels"]);
+  std::cout << "dtypes:\n";
+  for (const auto& d : j["dtypes"])
+    std::cout << "  " << d["name"].get<std::string>() << ": p=" << d["digits"]
+              << " emin=" << d["emin"] << " emax=" << d["emax"] << " u=2^-" << d["digits"] << "\n";
+  std::cout << "layouts:\n  interleaved: pairs (2i, 2i+1)\n  half: pairs (i, i + rotary_dim/2)\n";
+  if (!model) return;
+  std::cout << "hf-config " << model_path << ": " << describe(*model) << "\n";
+  for (const Kernel* k : builtin_kernels()) {
+    std::cout << "  " << k->name() << ":";
+    for (Dtype d : kAllDtypes)
+      std::cout << " " << name(d) << " " << (k->supports(*model, d) ? "supported" : "unsupported");
+    std::cout << "\n";
+  }
+}
+
+}  // namespace
 
 void add_list(CLI::App& app, int& status) {
   auto* cmd = app.add_subcommand(
@@ -18,70 +90,14 @@ void add_list(CLI::App& app, int& status) {
                         "a Hugging Face config.json: also print its spec and which kernel x "
                         "dtype supports it");
   cmd->callback([as_json, hf, &status] {
-    nlohmann::json j;
     // The config first: a bad one is exit 2 before anything is printed.
     if (hf->path.empty() && hf->seq_len != 0) throw UsageError("--seq-len needs --hf-config");
     const std::optional<RopeSpec> model = hf->read();
-    j["dtypes"] = nlohmann::json::array();
-    for (Dtype d : kAllDtypes) {
-      const auto t = traits(d);
-      j["dtypes"].push_back({{"name", t.name},
-                             {"digits", t.digits},
-                             {"emin", t.emin},
-                             {"emax", t.emax},
-                             {"unit_roundoff", unit_roundoff(d)}});
-    }
-    j["layouts"] = {{{"name", "interleaved"}, {"pairs", "(2i, 2i+1)"}},
-                    {{"name", "half"}, {"pairs", "(i, i + rotary_dim/2)"}}};
-    j["kernels"] = nlohmann::json::array();
-    for (const Kernel* k : builtin_kernels()) {
-      nlohmann::json kj{{"name", k->name()}, {"description", k->description()}};
-      for (Dtype d : kAllDtypes) kj["policy"][name(d)] = policy_json(k->policy(d));
-      j["kernels"].push_back(kj);
-    }
-    if (model) {
-      // Which built-in kernels run this model's spec (scaling kind, layout, multi-axis) per dtype:
-      // validate/report skip the others as unsupported.
-      j["hf_config"] = {{"file", hf->path}, {"spec", describe(*model)}};
-      for (const Kernel* k : builtin_kernels())
-        for (Dtype d : kAllDtypes)
-          j["hf_config"]["supported"][k->name()][name(d)] = k->supports(*model, d);
-    }
-    if (*as_json) {
+    const nlohmann::json j = list_json(model, hf->path);
+    if (*as_json)
       std::cout << j.dump(2) << "\n";
-      return;
-    }
-    std::cout << "kernels:\n";
-    for (const auto& kj : j["kernels"]) {
-      std::cout << "  " << kj["name"].get<std::string>() << ": "
-                << kj["description"].get<std::string>() << "\n";
-      for (Dtype d : kAllDtypes) {
-        const auto& p = kj["policy"][name(d)];
-        std::cout << "    " << name(d) << ": angle " << p["angle"].get<std::string>() << " ("
-                  << p["recipe"].get<std::string>() << "), table " << p["table"].get<std::string>()
-                  << ", arithmetic " << p["arithmetic"].get<std::string>()
-                  << (p["fused"].get<bool>() ? " (fma)" : "");
-        if (!p["notes"].get<std::string>().empty())
-          std::cout << "; " << p["notes"].get<std::string>();
-        std::cout << "\n";
-      }
-    }
-    std::cout << "dtypes:\n";
-    for (const auto& d : j["dtypes"])
-      std::cout << "  " << d["name"].get<std::string>() << ": p=" << d["digits"]
-                << " emin=" << d["emin"] << " emax=" << d["emax"] << " u=2^-" << d["digits"]
-                << "\n";
-    std::cout << "layouts:\n  interleaved: pairs (2i, 2i+1)\n  half: pairs (i, i + rotary_dim/2)\n";
-    if (model) {
-      std::cout << "hf-config " << hf->path << ": " << describe(*model) << "\n";
-      for (const Kernel* k : builtin_kernels()) {
-        std::cout << "  " << k->name() << ":";
-        for (Dtype d : kAllDtypes)
-          std::cout << " " << name(d) << " "
-                    << (k->supports(*model, d) ? "supported" : "unsupported");
-        std::cout << "\n";
-      }
-    }
+    else
+      print_text(j, model, hf->path);
     status = 0;
   });
 }

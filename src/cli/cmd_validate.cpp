@@ -25,6 +25,7 @@
 #include "ropecheck/properties.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"
+#include "ropecheck/verify/verify.hpp"
 #include "shard.hpp"
 
 namespace ropecheck::cli {
@@ -94,8 +95,9 @@ struct ConfigResult {
   Dtype dtype;
   Layout layout;
   Cell differential;
-  double worst_u = 0, worst_util = 0;
-  std::int64_t vectors = 0;
+  // The differential check's vectors through verify: their count, the worst pair error (u) and
+  // the worst share of the bound.
+  verify::Summary diff;
   std::vector<std::pair<props::Property, Cell>> properties;
   // A finite input gave a non-finite output in the differential check (NaN/inf written).
   bool nonfinite_output = false;
@@ -130,13 +132,6 @@ std::string classification(const ConfigResult& r) {
   if (wrong) return "wrong_results";
   if (coverage) return "coverage_failure";
   return "pass";
-}
-
-std::string fmt(double v, int prec = 3) {
-  if (std::isnan(v)) return "NaN";
-  std::ostringstream o;
-  o << std::setprecision(prec) << v;
-  return o.str();
 }
 
 // The declared domain in one line, as the properties read it.
@@ -187,6 +182,8 @@ bool fatal(const plugin::Fault& f) {
          f.kind == plugin::FaultKind::timeout;
 }
 
+// ---- directed specs and positions --------------------------------------------------------------
+
 // Directed positions: table-size and power-of-two boundaries where f32 angle recipes and
 // cos/sin caches break, negatives (KV-cache shifts), and long context; those in the declared
 // range, plus the range's own ends when it is narrower than int64 (e.g. INT32_MAX).
@@ -205,8 +202,6 @@ std::vector<std::int64_t> directed_positions(const Domain& d) {
   return p;
 }
 
-// Differential check of one configuration on directed specs/positions, in three call shapes
-// (contiguous, strided with gaps, in place). Guards run on every call inside the worker.
 // Representative variant specs (real-model parameters) for the directed differential check of a
 // plugin that declares scaling kinds: each is shaped to the layout of the configuration.
 std::vector<RopeSpec> variant_specs(Layout l) {
@@ -311,148 +306,173 @@ std::vector<RopeSpec> directed_specs(const Kernel& k, Dtype dt, Layout l) {
   return specs;
 }
 
+// ---- the directed differential check ------------------------------------------------------------
+// Each supported directed spec: random inputs (one draw per spec from the configuration's seed),
+// the exact outputs once per vector, then three call shapes (contiguous, strided with gaps, in
+// place) through the isolated worker, whose guards run on every call; every output vector goes
+// through verify like `check`'s.
+
+constexpr std::int64_t kDiffHeads = 2;
+constexpr const char* kShapeNames[] = {"contiguous", "strided", "in-place"};
+
+// The inputs of one directed spec: token t, head h at x[(t * kDiffHeads + h) * D], its positions
+// at pos[t * n_axes ...], its exact output at exact[t * kDiffHeads + h].
+struct DirectedInputs {
+  std::vector<std::int64_t> pos;
+  std::vector<double> x;
+  std::vector<ref::MpVector> exact;
+  std::int64_t tokens() const { return static_cast<std::int64_t>(exact.size()) / kDiffHeads; }
+};
+
+DirectedInputs directed_inputs(const RopeSpec& spec, Dtype d, const std::vector<std::int64_t>& pos1,
+                               const Domain& dom, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> val(-2.0, 2.0);
+  const std::int64_t T = static_cast<std::int64_t>(pos1.size()), D = spec.head_dim;
+  const std::int64_t NA = spec.n_axes();
+  DirectedInputs in;
+  in.pos = NA == 1 ? pos1 : axis_positions(pos1, NA, dom);
+  in.x.resize(static_cast<std::size_t>(T * kDiffHeads * D));
+  for (auto& v : in.x) v = round_to_dtype(val(rng), d);
+  for (std::int64_t t = 0; t < T; ++t) {
+    ref::Positions mp;
+    for (std::int64_t a = 0; a < NA; ++a) mp.push_back(ref::Mp(in.pos[t * NA + a]));
+    for (std::int64_t h = 0; h < kDiffHeads; ++h) {
+      const auto first = in.x.begin() + (t * kDiffHeads + h) * D;
+      in.exact.push_back(ref::apply_blocked(spec, mp, std::vector<double>(first, first + D)));
+    }
+  }
+  return in;
+}
+
+// The running differential check of one configuration.
+struct Differential {
+  verify::Summary summary;  // every output vector; keeps the first finding
+  std::int64_t call_failures = 0, mismatches = 0;
+  std::string first_fail, first_mismatch;  // the first failure of any kind, the first mismatch
+  bool nonfinite_output = false;           // a finite input gave a NaN/inf output
+  Differential() { summary.keep = 1; }
+  std::int64_t failures() const { return call_failures + summary.failures; }
+};
+
+// One call's output vectors (res, with the call's strides) against the exact outputs.
+void check_outputs(Differential& st, const verify::PairChecker& c, const DirectedInputs& in,
+                   const unsigned char* res, const TensorArgs& a, const std::string& context) {
+  const RopeSpec& spec = c.spec();
+  const std::int64_t D = spec.head_dim, NA = spec.n_axes();
+  std::vector<double> y(static_cast<std::size_t>(D));
+  for (std::int64_t t = 0; t < in.tokens(); ++t)
+    for (std::int64_t h = 0; h < kDiffHeads; ++h) {
+      const double* xv = &in.x[(t * kDiffHeads + h) * D];
+      for (std::int64_t j = 0; j < D; ++j)
+        y[j] = load(c.dtype(), res, t * a.token_stride + h * a.head_stride + j);
+      verify::Location at;
+      at.token = t;
+      at.position.assign(in.pos.begin() + t * NA, in.pos.begin() + (t + 1) * NA);
+      at.head = h;
+      const auto& ex = in.exact[t * kDiffHeads + h];
+      const verify::VectorCheck v = verify::check_vector(c, at.position, xv, y.data(), ex);
+      for (const auto& p : v.pairs) st.nonfinite_output = st.nonfinite_output || !p.finite;
+      verify::add_vector(st.summary, c, v, at, xv, y.data(), ex);
+      if (st.first_fail.empty() && !st.summary.findings.empty())
+        st.first_fail = st.summary.findings.front().message() + " " + context;
+    }
+}
+
+// One call shape of one spec. Returns false when the plugin is poisoned (the fault is the
+// verdict).
+bool differential_call(const plugin::PluginKernel& pk, const Kernel& k, const RopeSpec& spec,
+                       const verify::PairChecker& c, const DirectedInputs& in, int shape,
+                       Differential& st) {
+  const Dtype d = c.dtype();
+  const int eb = traits(d).bytes;
+  const std::int64_t T = in.tokens(), D = spec.head_dim;
+  const std::int64_t hs = shape == 1 ? D + 3 : D;
+  const std::int64_t ts = shape == 1 ? kDiffHeads * hs + 5 : kDiffHeads * D;
+  std::vector<unsigned char> inb(static_cast<std::size_t>(T * ts * eb)), out(inb.size());
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t h = 0; h < kDiffHeads; ++h)
+      for (std::int64_t j = 0; j < D; ++j)
+        store(d, inb.data(), t * ts + h * hs + j, in.x[(t * kDiffHeads + h) * D + j]);
+  TensorArgs a;
+  a.dtype = d;
+  a.n_tokens = T;
+  a.n_heads = kDiffHeads;
+  a.token_stride = ts;
+  a.head_stride = hs;
+  a.positions = in.pos.data();
+  a.n_axes = spec.n_axes();
+  a.in = inb.data();
+  a.out = shape == 2 ? static_cast<void*>(inb.data()) : out.data();
+  const KernelStatus status = k.apply(spec, a);
+  if (pk.poisoned()) return false;
+  if (status == KernelStatus::unsupported) {
+    ++st.mismatches;
+    if (st.first_mismatch.empty())
+      st.first_mismatch = "apply() returned UNSUPPORTED for a spec supports() accepted: " +
+                          plugin::describe_call(spec, a);
+  } else if (status != KernelStatus::ok) {
+    ++st.call_failures;
+    if (st.first_fail.empty())
+      st.first_fail =
+          "apply() returned an error for a supported spec: " + plugin::describe_call(spec, a);
+  } else {
+    check_outputs(st, c, in, shape == 2 ? inb.data() : out.data(), a,
+                  std::string("[") + kShapeNames[shape] + "] " + describe(spec));
+  }
+  return true;
+}
+
+// The differential cell of a configuration from its run.
+Cell differential_cell(const Differential& st, int supported) {
+  Cell c;
+  if (supported == 0 || st.summary.vectors == 0) {
+    c = {"coverage", true,
+         "coverage: supports() accepted none of the directed specs of the declared domain, so no "
+         "vector was checked"};
+    c.kind = "coverage_failure";
+  } else if (st.failures()) {
+    c = {"FAIL", true, std::to_string(st.failures()) + " failure(s); first: " + st.first_fail};
+    c.kind = st.nonfinite_output ? "non_finite_output" : "wrong_results";
+  } else if (st.mismatches) {
+    c = {"mismatch", true,
+         std::string(props::kMismatchPrefix) + std::to_string(st.mismatches) +
+             " call(s); first: " + st.first_mismatch};
+    c.kind = "declaration_mismatch";
+  } else {
+    c = {"pass", false, ""};
+  }
+  c.cases = static_cast<int>(st.summary.vectors);
+  return c;
+}
+
+// Differential check of one configuration on directed specs and positions. A poisoned plugin
+// stops it with the figures so far and no cell (the caller's fault cell is the verdict).
 void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult& cr,
                   std::uint64_t seed, const std::vector<RopeSpec>& extra_specs) {
   const Dtype d = cr.dtype;
-  const double u = unit_roundoff(d);
-  const int eb = traits(d).bytes;
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> val(-2.0, 2.0);
   const Domain dom = k.domain();
   std::vector<RopeSpec> specs = directed_specs(k, d, cr.layout);
   for (const RopeSpec& s : extra_specs)
     if (s.layout == cr.layout) specs.push_back(s);
   const std::vector<std::int64_t> pos1 = directed_positions(dom);
   int supported = 0;
-  std::string first_fail, first_mismatch;
-  std::int64_t failures = 0, mismatches = 0;
+  Differential st;
+  bool poisoned = false;
   for (const RopeSpec& spec : specs) {
     if (!k.supports(spec, d)) continue;
     ++supported;
-    const std::int64_t T = static_cast<std::int64_t>(pos1.size()), H = 2, D = spec.head_dim;
-    const std::int64_t NA = spec.n_axes();
-    const std::vector<std::int64_t> pos = NA == 1 ? pos1 : axis_positions(pos1, NA, dom);
-    std::vector<double> x(static_cast<std::size_t>(T * H * D));
-    for (auto& v : x) v = round_to_dtype(val(rng), d);
-    // Exact results once per vector (shared by the three call shapes).
-    std::vector<ref::MpVector> exact;
-    for (std::int64_t t = 0; t < T; ++t) {
-      ref::Positions mp;
-      for (std::int64_t a = 0; a < NA; ++a) mp.push_back(ref::Mp(pos[t * NA + a]));
-      for (std::int64_t h = 0; h < H; ++h)
-        exact.push_back(ref::apply_blocked(
-            spec, mp,
-            std::vector<double>(x.begin() + (t * H + h) * D, x.begin() + (t * H + h + 1) * D)));
-    }
-    for (int shape = 0; shape < 3; ++shape) {
-      const std::int64_t hs = shape == 1 ? D + 3 : D;
-      const std::int64_t ts = shape == 1 ? H * hs + 5 : H * D;
-      std::vector<unsigned char> in(static_cast<std::size_t>(T * ts * eb)), out(in.size());
-      for (std::int64_t t = 0; t < T; ++t)
-        for (std::int64_t h = 0; h < H; ++h)
-          for (std::int64_t j = 0; j < D; ++j)
-            store(d, in.data(), t * ts + h * hs + j, x[(t * H + h) * D + j]);
-      TensorArgs a;
-      a.dtype = d;
-      a.n_tokens = T;
-      a.n_heads = H;
-      a.token_stride = ts;
-      a.head_stride = hs;
-      a.positions = pos.data();
-      a.n_axes = NA;
-      a.in = in.data();
+    const DirectedInputs in = directed_inputs(spec, d, pos1, dom, rng);
+    const verify::PairChecker c(k.policy(d), spec, d);
+    for (int shape = 0; shape < 3 && !poisoned; ++shape) {
       if (shape == 2 && !dom.in_place) continue;  // declared out-of-place only
-      a.out = shape == 2 ? static_cast<void*>(in.data()) : out.data();
-      const KernelStatus st = k.apply(spec, a);
-      if (pk.poisoned()) return;  // the fault is the verdict
-      const char* shape_name[] = {"contiguous", "strided", "in-place"};
-      if (st == KernelStatus::unsupported) {
-        ++mismatches;
-        if (first_mismatch.empty())
-          first_mismatch = "apply() returned UNSUPPORTED for a spec supports() accepted: " +
-                           plugin::describe_call(spec, a);
-        continue;
-      }
-      if (st != KernelStatus::ok) {
-        ++failures;
-        if (first_fail.empty())
-          first_fail =
-              "apply() returned an error for a supported spec: " + plugin::describe_call(spec, a);
-        continue;
-      }
-      const unsigned char* res = shape == 2 ? in.data() : out.data();
-      for (std::int64_t t = 0; t < T; ++t)
-        for (std::int64_t h = 0; h < H; ++h) {
-          ++cr.vectors;
-          const auto& ex = exact[t * H + h];
-          const double* xv = &x[(t * H + h) * D];
-          auto y = [&](std::int64_t j) { return load(d, res, t * ts + h * hs + j); };
-          for (std::int64_t j = 0; j < D; ++j)
-            if (spec.is_passthrough(j) && bits_of(y(j), d) != bits_of(xv[j], d)) {
-              ++failures;
-              if (first_fail.empty())
-                first_fail = "pass-through element " + std::to_string(j) + " changed at token " +
-                             std::to_string(t) + " (position " + std::to_string(pos[t * NA]) +
-                             "), head " + std::to_string(h) + " [" + shape_name[shape] + "] " +
-                             describe(spec);
-            }
-          for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
-            const auto [ia, ib] = spec.pair(i);
-            const double da = static_cast<double>(ref::exact(y(ia)) - ex[ia]);
-            const double db = static_cast<double>(ref::exact(y(ib)) - ex[ib]);
-            const double err = std::hypot(da, db);
-            const bool finite = std::isfinite(y(ia)) && std::isfinite(y(ib));
-            if (!finite) cr.nonfinite_output = true;
-            // The magnitude includes the variant's attention factor (yarn, longrope).
-            const double sn = magnitude_f64(spec) * std::hypot(xv[ia], xv[ib]);
-            const std::int64_t ax = NA == 1 ? 0 : spec.pair_axis(i);
-            const auto pb = bounds::pair_error_bound(k.policy(d), spec, d, i,
-                                                     static_cast<double>(pos[t * NA + ax]));
-            const double bound = pb.abs(sn);
-            const double eu = sn > 0 ? err / (sn * u) : (err > 0 ? INFINITY : 0);
-            const double util = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0);
-            if (!(eu <= cr.worst_u)) cr.worst_u = eu;
-            if (!(util <= cr.worst_util)) cr.worst_util = util;
-            if (!(err <= bound)) {
-              ++failures;
-              if (first_fail.empty()) {
-                std::ostringstream o;
-                o << "token " << t << " (position " << pos[t * NA] << "), head " << h << ", pair "
-                  << i << " (elements " << ia << ", " << ib << "): ";
-                if (!finite)
-                  o << "non-finite output for a finite input";
-                else
-                  o << "error " << fmt(eu, 6) << " u > bound "
-                    << fmt(sn > 0 ? bound / (sn * u) : bound, 6) << " u";
-                o << "; got (" << std::hexfloat << y(ia) << ", " << y(ib) << "), expected ("
-                  << static_cast<double>(ex[ia]) << ", " << static_cast<double>(ex[ib])
-                  << ") from x = (" << xv[ia] << ", " << xv[ib] << ")" << std::defaultfloat << " ["
-                  << shape_name[shape] << "] " << describe(spec);
-                first_fail = o.str();
-              }
-            }
-          }
-        }
+      poisoned = !differential_call(pk, k, spec, c, in, shape, st);
     }
+    if (poisoned) break;
   }
-  if (supported == 0 || cr.vectors == 0) {
-    cr.differential = {"coverage", true,
-                       "coverage: supports() accepted none of the directed specs of the declared "
-                       "domain, so no vector was checked"};
-    cr.differential.kind = "coverage_failure";
-  } else if (failures) {
-    cr.differential = {"FAIL", true,
-                       std::to_string(failures) + " failure(s); first: " + first_fail};
-    cr.differential.kind = cr.nonfinite_output ? "non_finite_output" : "wrong_results";
-  } else if (mismatches) {
-    cr.differential = {"mismatch", true,
-                       std::string(props::kMismatchPrefix) + std::to_string(mismatches) +
-                           " call(s); first: " + first_mismatch};
-    cr.differential.kind = "declaration_mismatch";
-  } else {
-    cr.differential = {"pass", false, ""};
-  }
-  cr.differential.cases = static_cast<int>(cr.vectors);
+  cr.diff = st.summary;
+  cr.nonfinite_output = st.nonfinite_output;
+  if (!poisoned) cr.differential = differential_cell(st, supported);
 }
 
 int max_success_for(const std::string& budget) {
@@ -468,6 +488,8 @@ int max_success_for(const std::string& budget) {
 // Shrinking through the isolated worker costs a few ms a call; 4000 calls keep a failing
 // property's shrinking to seconds while still reaching small counterexamples.
 constexpr long kShrinkCalls = 4000;
+
+// ---- the property suite, the summary ---------------------------------------------------------
 
 // One property on one configuration, as a cell of the table. Cases are drawn inside the
 // plugin's declared domain; the cell carries how many ran of the budget.
@@ -551,9 +573,9 @@ bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptio
   std::cout << "\n" << std::setw(w0) << "Differential (vectors, err, %)";
   for (const auto& r : results) {
     std::string cell = r.differential.text;
-    if (r.vectors && (cell == "pass" || cell == "FAIL"))
-      cell += " " + std::to_string(r.vectors) + " (" + fmt(r.worst_u) + "u " +
-              fmt(100 * r.worst_util, 3) + "%)";
+    if (r.diff.vectors && (cell == "pass" || cell == "FAIL"))
+      cell += " " + std::to_string(r.diff.vectors) + " (" + verify::fmt(r.diff.max_error_u, 3) +
+              "u " + verify::fmt(100 * r.diff.max_utilization, 3) + "%)";
     std::cout << std::setw(w) << cell << (cell.size() >= static_cast<std::size_t>(w) ? " " : "");
   }
   std::cout << "\n";
@@ -609,9 +631,9 @@ nlohmann::json config_json(const ConfigResult& r, const ValidateOptions& o) {
   nlohmann::json jc{
       {"dtype", name(r.dtype)}, {"layout", name(r.layout)}, {"classification", classification(r)}};
   nlohmann::json diff = cell_json(r.differential);
-  diff["worst_pair_error_u"] = r.worst_u;
-  diff["worst_bound_utilization"] = r.worst_util;
-  diff["vectors"] = r.vectors;
+  diff["worst_pair_error_u"] = r.diff.max_error_u;
+  diff["worst_bound_utilization"] = r.diff.max_utilization;
+  diff["vectors"] = r.diff.vectors;
   if (r.differential.failed) diff["replay"] = replay_command(o, r, "Differential");
   jc["differential"] = diff;
   for (const auto& [p, c] : r.properties) {
@@ -622,42 +644,52 @@ nlohmann::json config_json(const ConfigResult& r, const ValidateOptions& o) {
   return jc;
 }
 
-int run_validate(const ValidateOptions& o) {
-  const int max_success = max_success_for(o.budget);
-  if (!(o.timeout > 0) || !std::isfinite(o.timeout)) throw UsageError("--timeout must be > 0");
+// ---- the run ------------------------------------------------------------------------------------
+
+// What validate runs: configurations (dtype x layout, those the plugin declares) and the specs
+// the differential check adds to its directed ones.
+struct Plan {
   std::vector<Dtype> dtypes;
-  for (const auto& s : o.dtypes) {
+  std::vector<Layout> layouts;
+  std::optional<RopeSpec> hf_spec;  // --hf-config: the model's spec
+  bool variants = false;            // the plugin declares scaling kinds or the newer layouts
+  std::vector<RopeSpec> extra_specs;
+};
+
+std::vector<Dtype> parse_dtypes(const ValidateOptions& o) {
+  std::vector<Dtype> dtypes;
+  for (const auto& s : o.dtypes)
     for (const auto& f : split(s, ',', "--dtypes")) {
       auto d = parse_dtype(f);
       if (!d) throw UsageError("--dtypes: '" + f + "' is not one of f64, f32, f16, bf16");
       dtypes.push_back(*d);
     }
-  }
   if (dtypes.empty()) dtypes.assign(kAllDtypes.begin(), kAllDtypes.end());
+  return dtypes;
+}
+
+// --hf-config: the model's spec is checked directly by the differential run, and the properties
+// draw their random specs from the same scaling kind and layout (focus), so every verdict is
+// about the variant the model uses.
+std::vector<Layout> parse_layouts(const ValidateOptions& o, const std::optional<RopeSpec>& hf) {
   std::vector<Layout> layouts;
   for (const auto& s : o.layouts)
     for (const auto& f : split(s, ',', "--layouts")) {
       auto l = parse_layout(f);
-      if (!l)
-        throw UsageError("--layouts: '" + f +
-                         "' is not interleaved, half, proportional, mrope, imrope or axial");
+      if (!l) throw UsageError("--layouts: '" + f + "' is not " + layout_choices());
       layouts.push_back(*l);
     }
-  // --hf-config: the model's spec is checked directly by the differential run, and the
-  // properties draw their random specs from the same scaling kind and layout (focus), so every
-  // verdict is about the variant the model uses.
-  const std::optional<RopeSpec> hf_spec = o.hf.read();
-  if (hf_spec) {
-    if (!layouts.empty() && layouts != std::vector<Layout>{hf_spec->layout})
+  if (hf) {
+    if (!layouts.empty() && layouts != std::vector<Layout>{hf->layout})
       throw UsageError("--layouts contradicts --hf-config (the model's layout is " +
-                       std::string(name(hf_spec->layout)) + ")");
-    layouts = {hf_spec->layout};
+                       std::string(name(hf->layout)) + ")");
+    return {hf->layout};
   }
-  const bool all_layouts = layouts.empty();
-  if (all_layouts)
-    for (int l = 0; l <= static_cast<int>(Layout::axial); ++l)
-      layouts.push_back(static_cast<Layout>(l));
+  if (layouts.empty()) layouts.assign(std::begin(kAllLayouts), std::end(kAllLayouts));
+  return layouts;
+}
 
+std::unique_ptr<plugin::PluginKernel> load_plugin(const ValidateOptions& o) {
   plugin::Options po;
   po.timeout_s = o.timeout;
   std::unique_ptr<plugin::PluginKernel> pk;
@@ -676,10 +708,24 @@ int run_validate(const ValidateOptions& o) {
     }
     return t;
   });
-  const auto& desc = pk->descriptor();
+  return pk;
+}
+
+// The options' part of the plan, parsed before the plugin is loaded.
+Plan parse_plan(const ValidateOptions& o) {
+  Plan plan;
+  plan.dtypes = parse_dtypes(o);
+  plan.hf_spec = o.hf.read();
+  plan.layouts = parse_layouts(o, plan.hf_spec);
+  return plan;
+}
+
+// Prints the plugin's header lines and adds the specs its declaration asks for to the plan.
+void plan_plugin(Plan& plan, const plugin::PluginKernel& pk, const ValidateOptions& o) {
+  const auto& desc = pk.descriptor();
   std::cout << "ropecheck validate: plugin '" << desc.name << "' (" << o.plugin << ", ABI "
             << desc.abi_version << ")\n  " << desc.description
-            << "\n  declared domain: " << describe_domain(pk->domain()) << "\n";
+            << "\n  declared domain: " << describe_domain(pk.domain()) << "\n";
   if (desc.abi_version < ROPECHECK_PLUGIN_ABI_VERSION)
     std::cout << "  note: plugin built for ABI " << desc.abi_version
               << ": loaded with that ABI's meaning (trig_error 2, any position, magnitude scale "
@@ -688,82 +734,70 @@ int run_validate(const ValidateOptions& o) {
               << ROPECHECK_PLUGIN_ABI_VERSION << ") to declare them\n";
   // ABI 2 carries every variant: a plugin that declares scaling kinds or the newer layouts gets
   // the property suite's variant generator and the directed variant specs.
-  const bool variants = desc.scalings != 0 || (desc.layouts & ~0x3u) != 0;
-  std::vector<RopeSpec> extra_specs;
-  if (hf_spec) {
-    extra_specs = {*hf_spec};
-    std::cout << "  on the spec of " << o.hf.path << ": " << describe(*hf_spec) << "\n";
-  } else if (variants) {
-    for (Layout l : layouts)
+  plan.variants = desc.scalings != 0 || (desc.layouts & ~0x3u) != 0;
+  if (plan.hf_spec) {
+    plan.extra_specs = {*plan.hf_spec};
+    std::cout << "  on the spec of " << o.hf.path << ": " << describe(*plan.hf_spec) << "\n";
+  } else if (plan.variants) {
+    for (Layout l : plan.layouts)
       for (RopeSpec& v : variant_specs(l))
         if (desc.scalings & ROPECHECK_SCALING_BIT(static_cast<int>(v.scaling.kind)))
-          extra_specs.push_back(std::move(v));
+          plan.extra_specs.push_back(std::move(v));
   }
-  // --properties: the checks to run (the replay command narrows to one).
-  auto wanted = [&](const std::string& check) {
-    return o.properties.empty() ||
-           std::find(o.properties.begin(), o.properties.end(), check) != o.properties.end();
-  };
-  for (const auto& f : o.properties)
-    if (f != "Differential" && !props::parse_property(f))
-      throw UsageError("--properties: '" + f + "' is not Differential or a property name");
+}
 
-  // Sharding (gtest protocol): the supported configurations, in this order, are dealt round-robin;
-  // shard i keeps configuration c when c mod n == i, so the n shards together run each once.
-  const Shard shard = resolve_shard(o.shard);
-  touch_shard_status_file();
-  int config_index = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<ConfigResult> results;
-  for (Dtype d : dtypes) {
-    if (!(desc.dtypes & ROPECHECK_DTYPE_BIT(static_cast<int>(d)))) continue;
-    for (Layout l : layouts) {
-      if (!(desc.layouts & ROPECHECK_LAYOUT_BIT(static_cast<int>(l)))) continue;
-      if (config_index++ % shard.total != shard.index) continue;
-      ConfigResult cr{d, l, {}, 0, 0, 0, {}, false, std::nullopt};
-      std::cerr << "[validate] " << name(d) << " " << name(l)
-                << " (declared policy: " << describe(pk->policy(d)) << ")\n";
-      LayoutRestricted k(*pk, l);
-      pk->reset();
-      ref::set_precision_bits(ref::default_bits(d));
-      if (wanted("Differential"))
-        differential(*pk, k, cr, o.seed, extra_specs);
-      else
-        cr.differential = {"not run", false, "not selected (--properties)"};
-      std::optional<plugin::Fault> config_fault;
-      if (pk->poisoned()) {
-        const auto& f = pk->faults().front();
-        cr.differential = {fault_short(f), true, f.message()};
-        // Guard faults repeat on the properties' first call; the fault is the verdict.
-        config_fault = f;
-        cr.fault = f;
+// --properties: the checks to run (the replay command narrows to one).
+bool wanted(const ValidateOptions& o, const std::string& check) {
+  return o.properties.empty() ||
+         std::find(o.properties.begin(), o.properties.end(), check) != o.properties.end();
+}
+
+// The differential check and every property on one configuration. A fault is the verdict of the
+// check that met it; a crash or hang (which would repeat) also of every check after it.
+ConfigResult run_config(plugin::PluginKernel& pk, Dtype d, Layout l, const ValidateOptions& o,
+                        const Plan& plan) {
+  ConfigResult cr{d, l, {}, {}, {}, false, std::nullopt};
+  std::cerr << "[validate] " << name(d) << " " << name(l)
+            << " (declared policy: " << describe(pk.policy(d)) << ")\n";
+  LayoutRestricted k(pk, l);
+  pk.reset();
+  ref::set_precision_bits(ref::default_bits(d));
+  if (wanted(o, "Differential"))
+    differential(pk, k, cr, o.seed, plan.extra_specs);
+  else
+    cr.differential = {"not run", false, "not selected (--properties)"};
+  std::optional<plugin::Fault> config_fault;
+  if (pk.poisoned()) {
+    const auto& f = pk.faults().front();
+    cr.differential = {fault_short(f), true, f.message()};
+    // Guard faults repeat on the properties' first call; the fault is the verdict.
+    config_fault = f;
+    cr.fault = f;
+  }
+  for (props::Property p : props::all_properties()) {
+    Cell c;
+    if (!wanted(o, props::name(p))) {
+      c = {"not run", false, "not selected (--properties)"};
+    } else if (config_fault) {
+      c = {"not run", true, "configuration faulted: " + fault_short(*config_fault)};
+    } else {
+      c = run_property(pk, k, p, d, l, o, plan.variants, plan.hf_spec);
+      if (pk.poisoned()) {
+        const auto& f = pk.faults().front();
+        c = {fault_short(f), true, f.message()};
+        if (!cr.fault) cr.fault = f;
+        if (fatal(f)) config_fault = f;  // a crash or hang would repeat in every property
       }
-      for (props::Property p : props::all_properties()) {
-        Cell c;
-        if (!wanted(props::name(p))) {
-          c = {"not run", false, "not selected (--properties)"};
-        } else if (config_fault) {
-          c = {"not run", true, "configuration faulted: " + fault_short(*config_fault)};
-        } else {
-          c = run_property(*pk, k, p, d, l, o, variants, hf_spec);
-          if (pk->poisoned()) {
-            const auto& f = pk->faults().front();
-            c = {fault_short(f), true, f.message()};
-            if (!cr.fault) cr.fault = f;
-            if (fatal(f)) config_fault = f;  // a crash or hang would repeat in every property
-          }
-        }
-        cr.properties.push_back({p, c});
-      }
-      results.push_back(std::move(cr));
     }
+    cr.properties.push_back({p, c});
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (results.empty()) throw UsageError("the plugin supports none of the requested dtypes/layouts");
+  return cr;
+}
 
-  const bool any_fail = print_summary(results, o);
-  nlohmann::json jconf = nlohmann::json::array();
-  for (const auto& r : results) jconf.push_back(config_json(r, o));
+// The classification line and the verdict line; returns the overall classification (the first
+// configuration's that is not "pass").
+std::string print_verdict(const std::vector<ConfigResult>& results, bool any_fail,
+                          const plugin::PluginKernel& pk, double secs, const ValidateOptions& o) {
   std::string overall = "pass";
   std::cout << "\nclassification:";
   for (const auto& r : results) {
@@ -776,46 +810,84 @@ int run_validate(const ValidateOptions& o) {
     for (const auto& pc : r.properties) budget_cases += pc.second.cases;
   std::cout << "\n"
             << (any_fail ? "FAIL" : "PASS") << ": " << results.size() << " configuration(s), "
-            << budget_cases << " property cases, " << pk->calls() << " plugin calls, "
-            << fmt(secs, 3) << " s (budget " << o.budget << ", " << max_success
-            << " cases per property)\n";
+            << budget_cases << " property cases, " << pk.calls() << " plugin calls, "
+            << verify::fmt(secs, 3) << " s (budget " << o.budget << ", "
+            << max_success_for(o.budget) << " cases per property)\n";
+  return overall;
+}
 
-  if (!o.out.empty() && results.empty())
-    std::cout << "shard " << shard.index << "/" << shard.total
-              << " holds no configuration; nothing written to " << o.out << "\n";
-  if (!o.out.empty() && !results.empty()) {
-    reports::Options ro;
-    ro.kernels = {};
-    ro.dtypes.clear();
-    ro.layouts.clear();
-    for (const auto& r : results) {
-      if (std::find(ro.dtypes.begin(), ro.dtypes.end(), r.dtype) == ro.dtypes.end())
-        ro.dtypes.push_back(r.dtype);
-      if (std::find(ro.layouts.begin(), ro.layouts.end(), r.layout) == ro.layouts.end())
-        ro.layouts.push_back(r.layout);
+// --out: the report set of `ropecheck report` on the plugin, and validation.json.
+void write_outputs(plugin::PluginKernel& pk, const std::vector<ConfigResult>& results,
+                   const nlohmann::json& doc, const ValidateOptions& o) {
+  reports::Options ro;
+  ro.kernels = {};
+  ro.dtypes.clear();
+  ro.layouts.clear();
+  for (const auto& r : results) {
+    if (std::find(ro.dtypes.begin(), ro.dtypes.end(), r.dtype) == ro.dtypes.end())
+      ro.dtypes.push_back(r.dtype);
+    if (std::find(ro.layouts.begin(), ro.layouts.end(), r.layout) == ro.layouts.end())
+      ro.layouts.push_back(r.layout);
+  }
+  ro.threads = 1;  // the plugin worker serves one call at a time
+  pk.reset();
+  try {
+    reports::validate(ro);
+    auto report = reports::run(ro, {&pk},
+                               [](const std::string& m) { std::cerr << "[report] " << m << "\n"; });
+    reports::write_all(report, o.out);
+    nlohmann::json full = doc;
+    if (pk.poisoned()) {
+      full["report_faults"] = nlohmann::json::array();
+      for (const auto& f : pk.faults()) full["report_faults"].push_back(f.message());
     }
-    ro.threads = 1;  // the plugin worker serves one call at a time
-    pk->reset();
-    try {
-      reports::validate(ro);
-      auto report = reports::run(
-          ro, {pk.get()}, [](const std::string& m) { std::cerr << "[report] " << m << "\n"; });
-      reports::write_all(report, o.out);
-      nlohmann::json doc{{"command", "validate"},     {"plugin", o.plugin},
-                         {"name", desc.name},         {"budget", o.budget},
-                         {"seconds", secs},           {"passed", !any_fail},
-                         {"classification", overall}, {"configurations", jconf}};
-      if (shard.total > 1) doc["shard"] = {{"index", shard.index}, {"total", shard.total}};
-      if (pk->poisoned()) {
-        doc["report_faults"] = nlohmann::json::array();
-        for (const auto& f : pk->faults()) doc["report_faults"].push_back(f.message());
-      }
-      reports::atomic_write(std::filesystem::path(o.out) / "validation.json", doc.dump(2) + "\n");
-      std::cout << "reports written to " << o.out
-                << " (report.json, report.md, report.html, junit.xml, validation.json)\n";
-    } catch (const reports::OptionsError& e) {
-      throw UsageError(e.what());
+    reports::atomic_write(std::filesystem::path(o.out) / "validation.json", full.dump(2) + "\n");
+    std::cout << "reports written to " << o.out
+              << " (report.json, report.md, report.html, junit.xml, validation.json)\n";
+  } catch (const reports::OptionsError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+int run_validate(const ValidateOptions& o) {
+  max_success_for(o.budget);  // --budget first: a bad one is exit 2 before anything is loaded
+  if (!(o.timeout > 0) || !std::isfinite(o.timeout)) throw UsageError("--timeout must be > 0");
+  Plan plan = parse_plan(o);
+  const std::unique_ptr<plugin::PluginKernel> pk = load_plugin(o);
+  plan_plugin(plan, *pk, o);
+  for (const auto& f : o.properties)
+    if (f != "Differential" && !props::parse_property(f))
+      throw UsageError("--properties: '" + f + "' is not Differential or a property name");
+
+  // Sharding (gtest protocol): the supported configurations, in this order, are dealt round-robin;
+  // shard i keeps configuration c when c mod n == i, so the n shards together run each once.
+  const Shard shard = resolve_shard(o.shard);
+  touch_shard_status_file();
+  const auto& desc = pk->descriptor();
+  int config_index = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<ConfigResult> results;
+  for (Dtype d : plan.dtypes) {
+    if (!(desc.dtypes & ROPECHECK_DTYPE_BIT(static_cast<int>(d)))) continue;
+    for (Layout l : plan.layouts) {
+      if (!(desc.layouts & ROPECHECK_LAYOUT_BIT(static_cast<int>(l)))) continue;
+      if (config_index++ % shard.total != shard.index) continue;
+      results.push_back(run_config(*pk, d, l, o, plan));
     }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (results.empty()) throw UsageError("the plugin supports none of the requested dtypes/layouts");
+
+  const bool any_fail = print_summary(results, o);
+  const std::string overall = print_verdict(results, any_fail, *pk, secs, o);
+  if (!o.out.empty()) {
+    nlohmann::json jconf = nlohmann::json::array();
+    for (const auto& r : results) jconf.push_back(config_json(r, o));
+    nlohmann::json doc{{"command", "validate"},     {"plugin", o.plugin},     {"name", desc.name},
+                       {"budget", o.budget},        {"seconds", secs},        {"passed", !any_fail},
+                       {"classification", overall}, {"configurations", jconf}};
+    if (shard.total > 1) doc["shard"] = {{"index", shard.index}, {"total", shard.total}};
+    write_outputs(*pk, results, doc, o);
   }
   std::cout.flush();
   return any_fail ? 1 : 0;  // as `report`: 1 = a check failed

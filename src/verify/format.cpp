@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 
 namespace ropecheck::verify {
@@ -48,7 +49,9 @@ std::string explain_pair(const PairCheck& p, double x_a, double x_b, double got_
   const auto ga = fmt_got_expected(got_a, exact_a);
   const auto gb = fmt_got_expected(got_b, exact_b);
   const auto xs = fmt_apart(x_a, x_b, 9);
-  return exceeded(p.error_abs, p.bound_abs, p.scaled_norm * u, p.got_nan, p.got_inf) + "; got (" +
+  // The verdict takes any non-finite output's error as infinite; a NaN output is said as such.
+  const double err = p.got_nan ? std::numeric_limits<double>::quiet_NaN() : p.error_abs;
+  return exceeded(err, p.bound_abs, p.scaled_norm * u, p.got_nan, p.got_inf) + "; got (" +
          ga.first + ", " + gb.first + "), expected (" + ga.second + ", " + gb.second +
          ") from x = (" + xs.first + ", " + xs.second + ")";
 }

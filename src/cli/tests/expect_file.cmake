@@ -2,7 +2,7 @@
 # [-DMATCH=regex] -DFILE=path -DFILE_MATCH=regex -P expect_file.cmake. The file is removed first so
 # a stale one from an earlier run cannot satisfy the test.
 file(REMOVE "${FILE}")
-include(${CMAKE_CURRENT_LIST_DIR}/../../tensorio/tests/expect.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/../../io/tensorio/tests/expect.cmake)
 if(NOT EXISTS "${FILE}")
   message(FATAL_ERROR "${FILE} was not written")
 endif()

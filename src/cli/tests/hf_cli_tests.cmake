@@ -1,4 +1,4 @@
-# Included from CMakeLists.txt (issue 6 end-to-end tests). Labels "cli;scaling".
+# Included from CMakeLists.txt (the --hf-config and scaling-variant end-to-end tests). Labels "cli;scaling".
 set(_hf ${CMAKE_CURRENT_SOURCE_DIR}/hf)
 set(_vd ${CMAKE_CURRENT_BINARY_DIR}/variant_dumps)
 set(_hfout ${CMAKE_CURRENT_BINARY_DIR}/hf_cli)

@@ -1,4 +1,4 @@
-// Writes the scaling-variant and multi-axis dumps the `ropecheck check` tests read (issue 6).
+// Writes the scaling-variant and multi-axis dumps the `ropecheck check` tests read.
 //
 // Independent of the code under test: neither the spec library's f64 formulas nor the reference
 // are used. Each recipe is transcribed here from its source (HF modeling_rope_utils

@@ -1,6 +1,17 @@
 // The oracle: exact angles in multiprecision (MPFR through Boost.Multiprecision, et_off), the
 // dense block-diagonal rotation R_m written down as the math defines it, and one correct rounding
-// into each dtype. Includes nothing from src/ but the spec vocabulary (spec.hpp, dtype.hpp).
+// into each dtype. Depends on ropecheck::core only (spec.hpp, dtype.hpp).
+//
+// Map (all in reference.cpp):
+//   precision        default_bits / set_precision_bits / precision_bits (process-wide, Boost's)
+//   exact numerics   exact, parse_decimal, to_decimal
+//   theta ladder     inv_freq(s), magnitude, angle: the scaling variants in compute_ladder and
+//                    attention_factor (a new ScalingKind adds its case there)
+//   rotation         rotation, apply_dense (the definition), apply_blocked / apply_cached (fast,
+//                    same block entries); pairs and axes come from RopeSpec::pair / pair_axis, so
+//                    a new layout touches spec.cpp, not this module
+//   rounding         round_to, ulp: from the dtype's traits, so a new dtype touches dtype.hpp
+// Comparing a kernel's output with these values is ropecheck::verify's job.
 #pragma once
 
 #include "ropecheck/dtype.hpp"
@@ -81,20 +92,5 @@ double round_to(const Mp& v, Dtype d);
 std::vector<double> round_to(const MpVector& v, Dtype d);
 // ulp of a value y of dtype d: 2^(max(e(y), emin) - p + 1); for |y| = inf, the ulp at emax.
 double ulp(double y, Dtype d);
-
-// ---- error of a candidate output -------------------------------------------------------------
-struct VectorError {
-  double max_ulp = 0;  // max_j |got_j - exact_j| / ulp(round(exact_j))
-  std::int64_t max_ulp_index = -1;
-  // max over pairs of ||got_pair - exact_pair|| / (s * ||x_pair||) / u. A pair with zero input
-  // norm contributes 0 when its outputs are exactly 0 and +inf otherwise.
-  double max_pair_error_u = 0;
-  std::int64_t max_pair_index = -1;
-  double max_abs_error = 0;
-  std::int64_t not_correctly_rounded = 0;  // elements with got != round(exact)
-  bool passthrough_exact = true;           // dims >= rotary_dim equal the input bit for bit
-};
-VectorError compare(const RopeSpec& spec, Dtype d, const std::vector<double>& input,
-                    const MpVector& exact, const std::vector<double>& got);
 
 }  // namespace ropecheck::reference

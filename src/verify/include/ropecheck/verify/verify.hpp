@@ -10,6 +10,9 @@
 //                 checks: counts, the worst error and the worst utilization each with its own
 //                 location, the first findings (summary.cpp)
 //   fmt*, exceeded  number formatting shared by every message (format.cpp)
+//   add_vector    one checked vector into a Summary: figures per pair, a located Finding per
+//                 failure (record.cpp)
+//   compare_vector  ULP statistics of one output vector and its pair figure (`eval`; compare.cpp)
 // Adding a front end: build a PairChecker per (policy, spec, dtype), call check_vector per vector
 // with the exact output from reference::apply_blocked / apply_cached, feed a Summary.
 //
@@ -142,6 +145,33 @@ struct Summary {
 
 // v replaces the running maximum cur: larger, or NaN (the first NaN stays).
 inline bool worse(double v, double cur) { return !(cur != cur) && ((v != v) || v > cur); }
+
+// Adds one checked vector (its input x, output got and exact output) to s: counts the vector,
+// adds every pair at `at` with its pair index (the elements are named only in findings, so a
+// maximum's location reads "..., pair 5"), and a Finding per changed pass-through element and per
+// pair out of bound, explained by explain_passthrough / explain_pair. A NaN output is explained as
+// a NaN error ("error is NaN (got a NaN output)"), where the verdict counts it as infinite.
+void add_vector(Summary& s, const PairChecker& c, const VectorCheck& v, const Location& at,
+                const double* x, const double* got, const reference::MpVector& exact);
+
+// ---- error statistics of one output vector (reported, not gated) -------------------------------
+// For `eval`: per-element ULP errors against the exact output (they explode where a component
+// cancels, so they are reported, never gated) and the pair figure of pair_error_u.
+struct VectorError {
+  double max_ulp = 0;  // max_j |got_j - exact_j| / ulp(round(exact_j))
+  std::int64_t max_ulp_index = -1;
+  // max over pairs of pair_error_u; a pair with a non-finite input has no relative error and is
+  // skipped, a non-finite output counts as +inf.
+  double max_pair_error_u = 0;
+  std::int64_t max_pair_index = -1;
+  double max_abs_error = 0;
+  std::int64_t not_correctly_rounded = 0;  // elements with got != round(exact)
+  bool passthrough_exact = true;           // dims outside the pairs keep the input's bits
+};
+// spec must be normalized; input, exact and got hold head_dim values (std::invalid_argument
+// otherwise).
+VectorError compare_vector(const RopeSpec& spec, Dtype d, const std::vector<double>& input,
+                           const reference::MpVector& exact, const std::vector<double>& got);
 
 // ---- numbers in messages ------------------------------------------------------------------------
 std::string fmt(double v, int significant = 4);  // "nan" for NaN
