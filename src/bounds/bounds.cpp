@@ -60,7 +60,7 @@
 //    sin/cos/sinf/cosf are within 1 ulp for every finite argument, with exact range reduction
 //    (glibc's libm-test-ulps lists <= 1 ulp for them), and |cos| <= 1 makes an ulp <= 2u |value|.
 //    The `simd` kernel uses its own vectorized f64 sin/cos below |angle| 2^28 (libm above), with a
-//    derived absolute error <= u_64 (src/kernels/simd_trig.hpp, tested against long double):
+//    derived absolute error <= u_64 (src/kernels/simd/trig.hpp, tested against long double):
 //    inside the same 2 u_A; its f32 tables build entries by angle addition from two such values
 //    and declare their derived 6.5 u_64 (Policy::trig_error, the factor used here in place of 2
 //    for any kernel that declares one). Rounding the

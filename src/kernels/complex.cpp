@@ -1,5 +1,6 @@
-// `complex`: seed 001's form. Each pair is the complex number x_a + i x_b, multiplied by
-// std::polar(s, angle); angle and arithmetic in f64, one rounding into storage.
+// `complex`: the complex-number form (Meta's LLaMA reference: freqs_cis = polar(1, angle), x viewed
+// as complex and multiplied). Each pair is x_a + i x_b, multiplied by std::polar(s, angle); angle
+// and arithmetic in f64, one rounding into storage.
 #include "common.hpp"
 
 #include <cmath>

@@ -1,11 +1,17 @@
 // Unit tests of the built-in kernels: golden values, exact identities (position 0, pass-through,
-// in-place, strides, layout permutation, batching), bit-identity of the simd dispatch paths, and
-// pairwise agreement within derived bounds. Every output buffer is surrounded by guard bytes.
-#include "../simd_trig.hpp"
+// in-place, strides, layout permutation, batching), bit-identity of the simd dispatch paths, the
+// simd kernel's declared formula and trig contracts, and every kernel against the exact rotation
+// within its bound. Every output buffer is surrounded by guard bytes. Tolerances come from the one
+// tolerance table (ropecheck::bounds) through the kernel's declared policy, and the comparison
+// with the exact rotation from ropecheck::verify; this file has no error terms of its own.
+#include "../simd/trig.hpp"
+#include "ropecheck/bounds.hpp"
 #include "ropecheck/dtype.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/kernels/simd_info.hpp"
+#include "ropecheck/reference/reference.hpp"
 #include "ropecheck/spec.hpp"
+#include "ropecheck/verify/verify.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +21,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -149,80 +154,6 @@ const std::vector<std::int64_t> kAwkwardPositions = {0,
 
 std::string param_name(const std::string& kernel, Dtype d) { return kernel + "_" + name(d); }
 
-// ==== error bounds ==============================================================================
-// Each kernel's output y (one component of a rotated pair) is bounded against the exact rotation
-// s * R(m theta_i) x of the exact angle. With |x| the pair's Euclidean norm, |y - exact| <=
-//   pre * s|x|                 (angle, trig, table and arithmetic, in the kernel's precisions)
-// + store_u * s|x| * (1 + pre) (one rounding into storage when storage is narrower)
-// + min_subnormal(d) / 2       (absolute rounding error in the storage's subnormal range)
-// Derivation of `pre` (u_p = 2^-p of the named precision; first-order terms, see kSecondOrder):
-// * Angle, pow_product in f64: e = -2i/rd rounds (rel u), pow within 1 ulp (rel 2u; glibc's
-//   documented maximum for x86_64 pow, sin, cos, powf, sinf, cosf is 1 ulp), and
-//   base^(e(1+d)) = base^e * base^(e d), |e| <= 1, adds rel u*ln(base); m*theta rounds (rel u);
-//   double(m) is exact for |m| <= 2^53. So |d angle| <= |m| theta_i u64 (ln base + 3).
-//   hf_f32: base -> f32 (rel u, raised to |e| <= 1), exponent division (u*ln base), powf (2u),
-//   1/x (u), f32(m) exact for |m| <= 2^24, product (u): |m| theta_i u32 (ln base + 5).
-//   A rotation by an extra angle d moves the vector by 2|sin(d/2)||x| <= |d||x|.
-// * Trig: cos and sin each within 1 ulp <= 2u absolute (|values| <= 1), so a component
-//   |x_a e_c| + |x_b e_s| <= |x| sqrt(e_c^2 + e_s^2) <= 2 sqrt(2) u |x| (Cauchy-Schwarz).
-// * Scale / table rounding, arithmetic (|x_a c| + |x_b s| <= |x| by Cauchy-Schwarz):
-//   scalar:    t = (x_a c - x_b s) with 3 roundings -> 2u64, then s*t -> u64.
-//   complex:   polar's s*cos, s*sin -> u64, then ac - bd with 3 roundings -> 2u64.
-//   simd:      s*cos in f64 (u64) then into the table (u32, or nothing more for f64), then
-//              fma(x_a, c, x_b*(-s)): the rounded cross product (u_a) and the fma (u_a) -> 2u_a.
-//   table_f32: f32(s) and f32(cos)*f32(s) -> 2u32; 3-rounding rotation -> 2u32; f64 storage
-//              rounds the inputs to f32 first -> u32.
-// kSecondOrder covers all products of these terms: the largest single term here is < 2^-8, and
-// with at most ~10 terms the second-order remainder is < 1% of the first-order sum.
-constexpr double kSecondOrder = 1.01;
-
-struct Bound {
-  double pre;      // relative to s|x|
-  double store_u;  // unit roundoff of the final rounding into storage (0 if exact)
-  double sub_abs;  // absolute subnormal slack
-  double component(double sx) const {
-    return kSecondOrder * (pre * sx + store_u * sx * (1 + pre)) + sub_abs;
-  }
-};
-
-constexpr double u64 = 0x1p-53, u32 = 0x1p-24;
-
-// shared_trig: omit the angle term, and the trig term of the libm kernels, for comparing kernels
-// that compute the identical f64 angle (scalar, complex, simd share theta_f64); scalar and complex
-// also call the identical std::cos/std::sin, simd its own sin/cos (trig term kept).
-Bound kernel_bound(const std::string& k, Dtype d, const RopeSpec& spec, std::int64_t m,
-                   std::int64_t i, bool shared_trig = false) {
-  const double theta = std::pow(spec.base, -2.0 * i / spec.rotary_dim);
-  const double lnb = std::log(spec.base);
-  const double am = std::fabs(static_cast<double>(m));
-  const bool narrow = d == Dtype::f16 || d == Dtype::bf16;
-  Bound b{0, 0, 0};
-  if (k == "table_f32") {
-    b.pre = am * theta * u32 * (lnb + 5) + 2 * std::sqrt(2.0) * u32 + 2 * u32 + 2 * u32 +
-            (d == Dtype::f64 ? u32 : 0);
-    b.store_u = narrow ? unit_roundoff(d) : 0;
-  } else {
-    // With shared_trig the angle is shared bit for bit; libm's cos/sin are shared by scalar and
-    // complex only, simd evaluates its own (|err| <= u64 <= 2 u64, see simd.cpp), so it keeps the
-    // trig term.
-    const double angle_term = shared_trig ? 0 : am * theta * u64 * (lnb + 3);
-    const double trig_term = shared_trig && k != "simd" ? 0 : 2 * std::sqrt(2.0) * u64;
-    const double angle_trig = angle_term + trig_term;
-    if (k == "scalar" || k == "complex") {
-      b.pre = angle_trig + 3 * u64;
-      b.store_u = d == Dtype::f64 ? 0 : unit_roundoff(d);
-    } else if (k == "simd") {
-      const double ua = d == Dtype::f64 ? u64 : u32;
-      b.pre = angle_trig + u64 + (d == Dtype::f64 ? 0 : u32) + 2 * ua;
-      b.store_u = narrow ? unit_roundoff(d) : 0;
-    } else {
-      ADD_FAILURE() << "no bound for kernel " << k;
-    }
-  }
-  b.sub_abs = b.store_u > 0 ? min_subnormal(d) / 2 : 0;
-  return b;
-}
-
 // ==== per (kernel, dtype) tests =================================================================
 struct KD {
   std::string kernel;
@@ -238,13 +169,14 @@ class KernelDtype : public ::testing::TestWithParam<KD> {
   std::mt19937_64 rng{0x5EED0003u};
 };
 
-// Seed 003: head_dim 8, base 10000, half layout, position 1, x = 9..16. Its printed output
-// (3 decimals) is the golden. The exact value lies within 5e-4 of each printed number (half a unit
-// of the last digit), so |y - golden| <= 5e-4 + kernel_bound(...).component(s|x|), where the
-// storage term is u_p * |v| with |v| <= |pair norm|: e.g. bf16 (p = 8) near 16 allows +-0.0625,
-// which is the honest resolution of bf16 there, and f16 (p = 11) +-0.0078.
-TEST_P(KernelDtype, MatchesSeed003Golden) {
+// A worked example with printed golden values: head_dim 8, base 10000, half layout, position 1,
+// x = 9..16, output to 3 decimals. The exact value lies within 5e-4 of each printed number (half a
+// unit of the last digit), and a component errs by at most its pair's bound (PairBound::abs, the
+// kernel's declared policy), so |y - golden| <= 5e-4 + bound. The storage term makes that the
+// honest resolution of the dtype: e.g. about +-0.08 for bf16 near 16, +-0.01 for f16.
+TEST_P(KernelDtype, MatchesGoldenValues) {
   const RopeSpec spec = make_spec(8, 8, Layout::half);
+  const Policy policy = k().policy(d());
   const double golden[8] = {-6.076, 8.552, 10.849, 11.984, 14.597, 14.928, 15.109, 16.012};
   Bytes in(8 * bytes_of(d()));
   for (int j = 0; j < 8; ++j) set(d(), in, j, 9.0 + j);
@@ -252,7 +184,7 @@ TEST_P(KernelDtype, MatchesSeed003Golden) {
   for (int j = 0; j < 8; ++j) {
     const std::int64_t i = j % 4;
     const double norm = std::hypot(9.0 + i, 13.0 + i);
-    const double tol = 5e-4 + kernel_bound(k().name(), d(), spec, 1, i).component(norm);
+    const double tol = 5e-4 + bounds::pair_error_bound(policy, spec, d(), i, 1.0).abs(norm);
     EXPECT_NEAR(get(d(), out, j), golden[j], tol) << "element " << j;
   }
 }
@@ -463,6 +395,80 @@ TEST_P(KernelDtype, IndependentOfBatching) {
   }
 }
 
+// Runs k on random vectors at `pos` (n_heads per token) and checks every pair against the exact
+// rotation (reference::apply_blocked) within the bound of k's declared policy
+// (verify::PairChecker); returns the worst utilization (error / bound) seen.
+double check_against_reference(const Kernel& k, const RopeSpec& spec, Dtype d,
+                               const std::vector<std::int64_t>& pos, std::int64_t n_heads,
+                               std::mt19937_64& rng) {
+  const std::int64_t hd = spec.head_dim, n_tok = static_cast<std::int64_t>(pos.size());
+  const Bytes in = random_tensor(d, n_tok * n_heads * hd, rng);
+  const Bytes out = run(k, spec, d, pos, n_heads, in);
+  const verify::PairChecker checker(k.policy(d), spec, d);
+  double worst = 0;
+  std::vector<double> x(hd), y(hd);
+  for (std::int64_t t = 0; t < n_tok; ++t)
+    for (std::int64_t h = 0; h < n_heads; ++h) {
+      const std::int64_t o = (t * n_heads + h) * hd;
+      for (std::int64_t j = 0; j < hd; ++j) {
+        x[j] = get(d, in, o + j);
+        y[j] = get(d, out, o + j);
+      }
+      const reference::MpVector exact = reference::apply_blocked(spec, reference::Mp(pos[t]), x);
+      const verify::VectorCheck v =
+          verify::check_vector(checker, {pos[t]}, x.data(), y.data(), exact);
+      EXPECT_TRUE(v.passthrough_changed.empty()) << k.name() << " " << describe(spec);
+      for (const verify::PairCheck& p : v.pairs) {
+        worst = std::max(worst, p.utilization);
+        if (p.within()) continue;
+        verify::Location at;
+        at.token = t;
+        at.position = {pos[t]};
+        at.head = h;
+        at.pair = p.pair;
+        at.elem_a = p.elem_a;
+        at.elem_b = p.elem_b;
+        ADD_FAILURE() << k.name() << " " << name(d) << " " << describe(spec) << ", " << at.text()
+                      << ": "
+                      << verify::explain_pair(p, x[p.elem_a], x[p.elem_b], y[p.elem_a], y[p.elem_b],
+                                              exact[p.elem_a], exact[p.elem_b], checker.u());
+        return worst;
+      }
+    }
+  return worst;
+}
+
+// Small positions, where every recipe's angle is accurate, and long-context ones, where the f32
+// recipe's angle error dominates (the bound is position-aware).
+const std::vector<std::int64_t> kReferencePositions = {0,
+                                                       1,
+                                                       -1,
+                                                       64,
+                                                       -64,
+                                                       4096,
+                                                       65535,
+                                                       -(std::int64_t{1} << 20),
+                                                       (std::int64_t{1} << 24) + 1,
+                                                       std::int64_t{1} << 31};
+
+// Every kernel matches the exact rotation within the bound of its declared policy, pair by pair:
+// two bases, a non-unit scale, both layouts, partial rotary and odd head_dim, at
+// kReferencePositions and random small ones.
+TEST_P(KernelDtype, MatchesReferenceWithinBound) {
+  std::uniform_int_distribution<std::int64_t> pd(-64, 64);
+  double worst = 0;
+  for (double base : {10000.0, 500000.0})
+    for (double scale : {1.0, 0.75})
+      for (Layout l : {Layout::interleaved, Layout::half})
+        for (auto [hd, rd] : {std::pair{64, 64}, {80, 32}, {7, 6}}) {
+          const RopeSpec spec = make_spec(hd, rd, l, base, scale);
+          std::vector<std::int64_t> pos = kReferencePositions;
+          for (int j = 0; j < 11; ++j) pos.push_back(pd(rng));
+          worst = std::max(worst, check_against_reference(k(), spec, d(), pos, 2, rng));
+        }
+  RecordProperty("worst_utilization", std::to_string(worst));
+}
+
 std::vector<KD> all_kd() {
   std::vector<KD> v;
   for (const Kernel* k : builtin_kernels())
@@ -613,7 +619,7 @@ TEST_P(PerDtype, SimdMatchesDeclaredFormula) {
                   static_cast<double>(pos[t]) * std::pow(spec.base, -2.0 * i / spec.rotary_dim);
               // The kernel's own sin/cos is part of its declared formula; its accuracy is
               // checked independently in SimdTrig.WithinDeclaredErrorOfLongDouble.
-              // f32 tables: angle addition from a base and a step (simd_trig.hpp).
+              // f32 tables: angle addition from a base and a step (simd/trig.hpp).
               double sn = 0, cs = 0;
               if (d() == Dtype::f64)
                 kernels::simd_sincos(angle, sn, cs);
@@ -644,60 +650,10 @@ TEST_P(PerDtype, SimdMatchesDeclaredFormula) {
   }
 }
 
-// Pairwise agreement at small positions |m| <= 64 (angles exact enough that every recipe is
-// accurate): |y_K1 - y_K2| <= bound_K1 + bound_K2 per component (triangle inequality through the
-// exact rotation; see kernel_bound). scalar, complex and simd evaluate the identical f64 angle and
-// libm cos/sin, so among them only the rounding after the trig counts (shared_trig): e.g. scalar
-// vs complex at f64 is (3 + 3) u64 s|x|.
-TEST_P(PerDtype, KernelsAgreeWithinDerivedBounds) {
-  const std::vector<std::string> names = {"scalar", "table_f32", "simd", "complex"};
-  std::uniform_int_distribution<std::int64_t> pd(-64, 64);
-  std::map<std::string, double> worst;  // max over all cases of |diff| / bound, per pair
-  for (double base : {10000.0, 500000.0}) {
-    for (double scale : {1.0, 0.75}) {
-      for (Layout l : {Layout::interleaved, Layout::half}) {
-        for (auto [hd, rd] : {std::pair{64, 64}, {80, 32}, {7, 6}}) {
-          const RopeSpec spec = make_spec(hd, rd, l, base, scale);
-          std::vector<std::int64_t> pos = {0, 1, -1, 64, -64};
-          for (int j = 0; j < 11; ++j) pos.push_back(pd(rng));
-          const std::int64_t n_heads = 2, n_tok = static_cast<std::int64_t>(pos.size());
-          const Bytes in = random_tensor(d(), n_tok * n_heads * hd, rng);
-          std::vector<Bytes> outs;
-          for (const auto& n : names)
-            outs.push_back(run(*find_builtin_kernel(n), spec, d(), pos, n_heads, in));
-          for (std::size_t k1 = 0; k1 < names.size(); ++k1)
-            for (std::size_t k2 = k1 + 1; k2 < names.size(); ++k2) {
-              const bool shared = names[k1] != "table_f32" && names[k2] != "table_f32";
-              double& w = worst[names[k1] + "_vs_" + names[k2] + "_utilization"];
-              for (std::int64_t t = 0; t < n_tok; ++t)
-                for (std::int64_t h = 0; h < n_heads; ++h)
-                  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
-                    const auto [ia, ib] = spec.pair(i);
-                    const std::int64_t o = (t * n_heads + h) * hd;
-                    const double sx =
-                        scale * std::hypot(get(d(), in, o + ia), get(d(), in, o + ib));
-                    const double b =
-                        kernel_bound(names[k1], d(), spec, pos[t], i, shared).component(sx) +
-                        kernel_bound(names[k2], d(), spec, pos[t], i, shared).component(sx);
-                    for (std::int64_t e : {o + ia, o + ib}) {
-                      const double diff = std::fabs(get(d(), outs[k1], e) - get(d(), outs[k2], e));
-                      w = std::max(w, diff / b);
-                      ASSERT_LE(diff, b) << names[k1] << " vs " << names[k2] << " "
-                                         << describe(spec) << " m=" << pos[t] << " pair " << i;
-                    }
-                  }
-            }
-        }
-      }
-    }
-  }
-  for (const auto& [key, v] : worst) RecordProperty(key, std::to_string(v));
-}
-
 // Large out-of-place calls with an aligned output take the streaming-store variant (AVX-512; see
-// use_streaming_stores in simd.cpp); only the store instruction differs, so the result must equal,
-// bit for bit, the same tokens done one call at a time (small calls never stream). 9 MiB of output
-// per dtype, over the 8 MiB threshold.
+// use_streaming_stores in simd/kernel.cpp); only the store instruction differs, so the result must
+// equal, bit for bit, the same tokens done one call at a time (small calls never stream). 9 MiB of
+// output per dtype, over the 8 MiB threshold.
 TEST_P(PerDtype, SimdLargeCallsMatchSmallCalls) {
   const Kernel& k = *find_builtin_kernel("simd");
   const std::int64_t n_heads = 8, hd = 128;
@@ -728,14 +684,8 @@ TEST_P(PerDtype, SimdLargeCallsMatchSmallCalls) {
   }
 }
 
-// The simd kernel's f64 sin/cos against long double sinl/cosl (x87, 64-bit significand; glibc
-// documents <= 1 ulp for them, i.e. <= 2^-63 absolute here), over the argument shapes the kernel
-// sees: m * theta for |m| up to 2^28, near multiples of pi/2 (worst cancellation in the
-// reduction), tiny and boundary arguments, and the libm fallback beyond kSimdTrigLimit. The claim
-// derived in simd.cpp is |error| <= 2^-53 absolute; the check allows 2^-53 + 2^-62 for the
-// long-double reference's own error (plus its rounding of the double argument: none, x is exact in
-// long double).
-TEST(SimdTrig, WithinDeclaredErrorOfLongDouble) {
+// The arguments of SimdTrig.WithinDeclaredErrorOfLongDouble.
+std::vector<double> sincos_test_arguments() {
   std::mt19937_64 rng(0x7716u);
   std::vector<double> xs = {0.0,
                             -0.0,
@@ -777,6 +727,18 @@ TEST(SimdTrig, WithinDeclaredErrorOfLongDouble) {
     const double theta = std::pow(10000.0, -2.0 * static_cast<double>(rng() % 64) / 128.0);
     xs.push_back(m * theta);
   }
+  return xs;
+}
+
+// The simd kernel's f64 sin/cos against long double sinl/cosl (x87, 64-bit significand; glibc
+// documents <= 1 ulp for them, i.e. <= 2^-63 absolute here), over the argument shapes the kernel
+// sees: m * theta for |m| up to 2^28, near multiples of pi/2 (worst cancellation in the
+// reduction), tiny and boundary arguments, and the libm fallback beyond kSimdTrigLimit. The
+// contract (simd/trig.hpp) is |error| <= 2^-53 absolute; the check allows 2^-53 + 2^-62 for the
+// long-double reference's own error (plus its rounding of the double argument: none, x is exact in
+// long double).
+TEST(SimdTrig, WithinDeclaredErrorOfLongDouble) {
+  const std::vector<double> xs = sincos_test_arguments();
   const double allowed = 0x1p-53 + 0x1p-62;
   double worst_in = 0, worst_beyond = 0;
   for (double x : xs) {
@@ -801,8 +763,8 @@ TEST(SimdTrig, WithinDeclaredErrorOfLongDouble) {
 }
 
 // The f32 tables' angle-addition entries (simd_step_sincos) are within the declared
-// Policy::trig_error of cos/sin of their angle RN(m0 theta) + RN(j theta) (simd.cpp: the angle
-// part is the bound's product rounding). The exact value is formed in long double by the same
+// Policy::trig_error of cos/sin of their angle RN(m0 theta) + RN(j theta) (simd/trig.hpp: the
+// angle part is the bound's product rounding). The exact value is formed in long double by the same
 // addition theorem from sinl/cosl of the two double arguments (each exact), so it is within
 // ~2^-62 at any magnitude. Also shows the bound has teeth: chaining the same products from token
 // to token (c(m+1) from c(m), no bases), as a recurrence kernel would, leaves it.

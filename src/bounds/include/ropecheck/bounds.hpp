@@ -1,11 +1,13 @@
 // The one tolerance table of ropecheck: a first-order error bound for one rotated pair of a kernel
 // output, derived from the kernel's declared precision Policy, the spec, the storage dtype and the
-// position. Every tolerance in properties/ (and later in reports/) comes from here; there are no
-// per-test numbers. The derivation is written out in bounds.cpp next to the code that evaluates it.
+// position. Every tolerance — the properties, the reports, `check`, `validate`, the kernel unit
+// tests — comes from here (mostly through ropecheck::verify); there are no per-test numbers. The
+// derivation is written out in bounds.cpp next to the code that evaluates it; a new angle recipe
+// adds its term there (section 1) and its name in policy.hpp.
 //
 // Units: every relative term is in units of the storage dtype's unit roundoff u = 2^-p and is
-// relative to s * ||x_pair|| (the exact output pair's norm). Depends on the spec vocabulary and the
-// Policy struct only (no GTest, no RapidCheck, no reference), so the reports can share it.
+// relative to s * ||x_pair|| (the exact output pair's norm). Depends on the core only (no GTest,
+// no RapidCheck, no reference).
 #pragma once
 
 #include "ropecheck/dtype.hpp"
