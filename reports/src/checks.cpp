@@ -30,64 +30,78 @@ const std::set<std::string> kKnown = {"type",    "properties", "required", "addi
                                       "items",   "enum",       "const",    "minimum",
                                       "maximum", "minItems",   "$ref",     "anyOf"};
 
-void check(const json& root, const json& s, const json& v, const std::string& path,
-           std::vector<std::string>& errs) {
-  const std::string at = path.empty() ? "(root)" : path;
-  if (!s.is_object()) {
-    errs.push_back(at + ": schema is not an object");
-    return;
+// One validation pass: each keyword group in its own function, errors appended to errs.
+struct SchemaCheck {
+  const json& root;
+  std::vector<std::string>& errs;
+
+  void check(const json& s, const json& v, const std::string& path) {
+    const std::string at = path.empty() ? "(root)" : path;
+    if (!s.is_object()) {
+      errs.push_back(at + ": schema is not an object");
+      return;
+    }
+    for (const auto& [k, _] : s.items())
+      if (!kKnown.count(k) && !kIgnored.count(k))
+        errs.push_back(at + ": schema keyword '" + k + "' is not supported by this validator");
+    if (s.contains("$ref") && !ref(s["$ref"].get<std::string>(), v, path, at)) return;
+    if (s.contains("anyOf")) any_of(s["anyOf"], v, path, at);
+    if (s.contains("type") && !type(s["type"], v, at)) return;
+    values(s, v, at);
+    if (v.is_object()) object(s, v, path, at);
+    if (v.is_array()) array(s, v, path, at);
   }
-  for (const auto& [k, _] : s.items())
-    if (!kKnown.count(k) && !kIgnored.count(k))
-      errs.push_back(at + ": schema keyword '" + k + "' is not supported by this validator");
-  if (s.contains("$ref")) {
-    const std::string ref = s["$ref"].get<std::string>();
+
+  // False when the reference does not resolve (nothing more is checked).
+  bool ref(const std::string& r, const json& v, const std::string& path, const std::string& at) {
     const std::string prefix = "#/definitions/";
-    if (ref.rfind(prefix, 0) != 0 || !root.contains("definitions") ||
-        !root["definitions"].contains(ref.substr(prefix.size()))) {
-      errs.push_back(at + ": unresolvable $ref " + ref);
-      return;
+    if (r.rfind(prefix, 0) != 0 || !root.contains("definitions") ||
+        !root["definitions"].contains(r.substr(prefix.size()))) {
+      errs.push_back(at + ": unresolvable $ref " + r);
+      return false;
     }
-    check(root, root["definitions"][ref.substr(prefix.size())], v, path, errs);
+    check(root["definitions"][r.substr(prefix.size())], v, path);
+    return true;
   }
-  if (s.contains("anyOf")) {
-    bool any = false;
-    for (const auto& sub : s["anyOf"]) {
+
+  void any_of(const json& subs, const json& v, const std::string& path, const std::string& at) {
+    for (const auto& sub : subs) {
       std::vector<std::string> e;
-      check(root, sub, v, path, e);
-      if (e.empty()) {
-        any = true;
-        break;
-      }
+      SchemaCheck{root, e}.check(sub, v, path);
+      if (e.empty()) return;
     }
-    if (!any) errs.push_back(at + ": matches none of anyOf");
+    errs.push_back(at + ": matches none of anyOf");
   }
-  if (s.contains("type")) {
+
+  // False on a type mismatch (nothing more is checked).
+  bool type(const json& t, const json& v, const std::string& at) {
     bool ok = false;
-    if (s["type"].is_array()) {
-      for (const auto& t : s["type"]) ok = ok || has_type(v, t.get<std::string>());
+    if (t.is_array()) {
+      for (const auto& x : t) ok = ok || has_type(v, x.get<std::string>());
     } else {
-      ok = has_type(v, s["type"].get<std::string>());
+      ok = has_type(v, t.get<std::string>());
     }
-    if (!ok) {
-      errs.push_back(at + ": expected type " + s["type"].dump() + ", got " + v.type_name());
-      return;
+    if (!ok) errs.push_back(at + ": expected type " + t.dump() + ", got " + v.type_name());
+    return ok;
+  }
+
+  // enum, const, minimum, maximum.
+  void values(const json& s, const json& v, const std::string& at) {
+    if (s.contains("enum")) {
+      bool ok = false;
+      for (const auto& e : s["enum"]) ok = ok || e == v;
+      if (!ok) errs.push_back(at + ": " + v.dump() + " not in enum " + s["enum"].dump());
     }
-  }
-  if (s.contains("enum")) {
-    bool ok = false;
-    for (const auto& e : s["enum"]) ok = ok || e == v;
-    if (!ok) errs.push_back(at + ": " + v.dump() + " not in enum " + s["enum"].dump());
-  }
-  if (s.contains("const") && s["const"] != v)
-    errs.push_back(at + ": expected " + s["const"].dump() + ", got " + v.dump());
-  if (v.is_number()) {
+    if (s.contains("const") && s["const"] != v)
+      errs.push_back(at + ": expected " + s["const"].dump() + ", got " + v.dump());
+    if (!v.is_number()) return;
     if (s.contains("minimum") && v.get<double>() < s["minimum"].get<double>())
       errs.push_back(at + ": " + v.dump() + " < minimum " + s["minimum"].dump());
     if (s.contains("maximum") && v.get<double>() > s["maximum"].get<double>())
       errs.push_back(at + ": " + v.dump() + " > maximum " + s["maximum"].dump());
   }
-  if (v.is_object()) {
+
+  void object(const json& s, const json& v, const std::string& path, const std::string& at) {
     if (s.contains("required"))
       for (const auto& k : s["required"])
         if (!v.contains(k.get<std::string>()))
@@ -95,147 +109,171 @@ void check(const json& root, const json& s, const json& v, const std::string& pa
     const json props = s.value("properties", json::object());
     for (const auto& [k, sub] : v.items()) {
       if (props.contains(k)) {
-        check(root, props[k], sub, path + "/" + k, errs);
+        check(props[k], sub, path + "/" + k);
       } else if (s.contains("additionalProperties")) {
         const auto& ap = s["additionalProperties"];
         if (ap.is_boolean() && !ap.get<bool>())
           errs.push_back(at + ": unexpected property '" + k + "'");
         else if (ap.is_object())
-          check(root, ap, sub, path + "/" + k, errs);
+          check(ap, sub, path + "/" + k);
       }
     }
   }
-  if (v.is_array()) {
+
+  void array(const json& s, const json& v, const std::string& path, const std::string& at) {
     if (s.contains("minItems") && v.size() < s["minItems"].get<std::size_t>())
       errs.push_back(at + ": fewer than " + s["minItems"].dump() + " items");
     if (s.contains("items"))
       for (std::size_t i = 0; i < v.size(); ++i)
-        check(root, s["items"], v[i], path + "/" + std::to_string(i), errs);
+        check(s["items"], v[i], path + "/" + std::to_string(i));
   }
+};
+
+bool is_name(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == ':' || c == '_';
 }
 
-std::vector<std::string> check_markup(std::string_view t, bool html) {
-  static const std::set<std::string> kVoid = {"meta", "br", "hr", "img", "input", "link"};
-  std::vector<std::string> errs;
-  std::vector<std::string> stack;
-  int roots = 0;
-  std::size_t i = 0;
-  auto line_of = [&](std::size_t p) {
-    return std::to_string(1 + std::count(t.begin(), t.begin() + static_cast<long>(p), '\n'));
-  };
-  auto fail = [&](std::size_t p, const std::string& m) {
-    if (errs.size() < 50) errs.push_back("line " + line_of(p) + ": " + m);
-  };
-  auto is_name = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == ':' || c == '_';
-  };
-  while (i < t.size()) {
-    if (t[i] == '&') {
-      const auto semi = t.find(';', i);
-      const std::string ent(t.substr(i, semi == std::string_view::npos ? 1 : semi - i + 1));
-      static const std::set<std::string> ok = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
-      const bool numeric = ent.size() > 3 && ent[1] == '#';
-      if (semi == std::string_view::npos || semi - i > 10 || (!ok.count(ent) && !numeric))
-        fail(i, "bare or unknown entity '" + ent + "'");
-      i = semi == std::string_view::npos ? i + 1 : semi + 1;
-      continue;
+// XML-style well-formedness of one document, one construct per method. A method returns false
+// when the document cannot be read further (an unterminated construct): the end-of-document
+// checks are then skipped.
+class Markup {
+ public:
+  Markup(std::string_view t, bool html) : t_(t), html_(html) {}
+
+  std::vector<std::string> run() {
+    while (i_ < t_.size()) {
+      if (t_[i_] == '&') {
+        entity();
+      } else if (t_[i_] != '<') {
+        if (stack_.empty() && !std::isspace(static_cast<unsigned char>(t_[i_])))
+          fail(i_, "text outside the root element");
+        ++i_;
+      } else if (t_.substr(i_, 4) == "<!--") {
+        if (!skip_to(i_ + 4, "-->", "unterminated comment")) return errs_;
+      } else if (t_.substr(i_, 2) == "<!" || t_.substr(i_, 2) == "<?") {
+        if (!stack_.empty() || roots_) fail(i_, "declaration inside the document");
+        if (!skip_to(i_, ">", "unterminated declaration")) return errs_;
+      } else if (!tag()) {
+        return errs_;
+      }
     }
-    if (t[i] != '<') {
-      if (stack.empty() && !std::isspace(static_cast<unsigned char>(t[i])))
-        fail(i, "text outside the root element");
-      ++i;
-      continue;
-    }
-    if (t.substr(i, 4) == "<!--") {
-      const auto e = t.find("-->", i + 4);
-      if (e == std::string_view::npos) return fail(i, "unterminated comment"), errs;
-      i = e + 3;
-      continue;
-    }
-    if (t.substr(i, 2) == "<!" || t.substr(i, 2) == "<?") {
-      if (!stack.empty() || roots) fail(i, "declaration inside the document");
-      const auto e = t.find('>', i);
-      if (e == std::string_view::npos) return fail(i, "unterminated declaration"), errs;
-      i = e + 1;
-      continue;
-    }
-    const bool closing = i + 1 < t.size() && t[i + 1] == '/';
-    std::size_t p = i + (closing ? 2 : 1);
-    const std::size_t ns = p;
-    while (p < t.size() && is_name(t[p])) ++p;
-    const std::string tag(t.substr(ns, p - ns));
-    if (tag.empty()) {
-      fail(i, "'<' not starting a tag");
-      ++i;
-      continue;
-    }
-    bool self_close = false;
-    // Attributes: name="value" or name='value'.
-    while (p < t.size() && t[p] != '>') {
-      if (std::isspace(static_cast<unsigned char>(t[p]))) {
+    if (!stack_.empty()) fail(t_.size(), "unclosed <" + stack_.back() + "> at end of document");
+    if (roots_ != 1) fail(t_.size(), std::to_string(roots_) + " root elements (expected 1)");
+    return errs_;
+  }
+
+ private:
+  void fail(std::size_t p, const std::string& m) {
+    const auto line = 1 + std::count(t_.begin(), t_.begin() + static_cast<long>(p), '\n');
+    if (errs_.size() < 50) errs_.push_back("line " + std::to_string(line) + ": " + m);
+  }
+
+  // Moves past the next `end` searched from `from`; false (with `what`) when there is none.
+  bool skip_to(std::size_t from, std::string_view end, const char* what) {
+    const auto e = t_.find(end, from);
+    if (e == std::string_view::npos) return fail(i_, what), false;
+    i_ = e + end.size();
+    return true;
+  }
+
+  void entity() {
+    const auto semi = t_.find(';', i_);
+    const std::string ent(t_.substr(i_, semi == std::string_view::npos ? 1 : semi - i_ + 1));
+    static const std::set<std::string> ok = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
+    const bool numeric = ent.size() > 3 && ent[1] == '#';
+    if (semi == std::string_view::npos || semi - i_ > 10 || (!ok.count(ent) && !numeric))
+      fail(i_, "bare or unknown entity '" + ent + "'");
+    i_ = semi == std::string_view::npos ? i_ + 1 : semi + 1;
+  }
+
+  // Attributes name="value" or name='value' from p up to '>' or "/>"; p ends on the '>'.
+  // False when a value is unterminated.
+  bool attributes(std::size_t& p, const std::string& tag, bool closing, bool& self_close) {
+    while (p < t_.size() && t_[p] != '>') {
+      if (std::isspace(static_cast<unsigned char>(t_[p]))) {
         ++p;
         continue;
       }
-      if (t[p] == '/' && p + 1 < t.size() && t[p + 1] == '>') {
+      if (t_[p] == '/' && p + 1 < t_.size() && t_[p + 1] == '>') {
         self_close = true;
         ++p;
-        break;
+        return true;
       }
-      if (closing) {
-        fail(p, "attributes on a closing tag");
-        break;
-      }
+      if (closing) return fail(p, "attributes on a closing tag"), true;
       const std::size_t an = p;
-      while (p < t.size() && is_name(t[p])) ++p;
-      const std::string attr(t.substr(an, p - an));
-      if (attr.empty() || p >= t.size() || t[p] != '=' || p + 1 >= t.size() ||
-          (t[p + 1] != '"' && t[p + 1] != '\'')) {
-        fail(an, "malformed attribute in <" + tag + ">");
-        break;
-      }
-      const char q = t[p + 1];
-      const auto e = t.find(q, p + 2);
-      if (e == std::string_view::npos) return fail(p, "unterminated attribute value"), errs;
-      const std::string val(t.substr(p + 2, e - p - 2));
+      while (p < t_.size() && is_name(t_[p])) ++p;
+      const std::string attr(t_.substr(an, p - an));
+      if (attr.empty() || p >= t_.size() || t_[p] != '=' || p + 1 >= t_.size() ||
+          (t_[p + 1] != '"' && t_[p + 1] != '\''))
+        return fail(an, "malformed attribute in <" + tag + ">"), true;
+      const auto e = t_.find(t_[p + 1], p + 2);
+      if (e == std::string_view::npos) return fail(p, "unterminated attribute value"), false;
+      const std::string val(t_.substr(p + 2, e - p - 2));
       if (val.find('<') != std::string::npos) fail(p, "'<' inside an attribute value");
       if ((attr == "src" || attr == "href") && val.find("://") != std::string::npos)
         fail(p,
              "external resource " + attr + "=\"" + val + "\" (the report must be self-contained)");
       p = e + 1;
     }
-    if (p >= t.size()) return fail(i, "unterminated tag <" + tag + ">"), errs;
-    i = p + 1;  // past '>'
-    if (closing) {
-      if (stack.empty() || stack.back() != tag) {
-        fail(i, "closing </" + tag + "> does not match " +
-                    (stack.empty() ? std::string("nothing") : "<" + stack.back() + ">"));
-        if (!stack.empty()) stack.pop_back();
-      } else {
-        stack.pop_back();
-      }
-      continue;
-    }
-    if (stack.empty()) ++roots;
-    if (self_close || (html && kVoid.count(tag))) continue;
-    if (html && (tag == "style" || tag == "script")) {
-      const std::string end = "</" + tag + ">";
-      const auto e = t.find(end, i);
-      if (e == std::string_view::npos) return fail(i, "unterminated <" + tag + ">"), errs;
-      i = e + end.size();
-      continue;
-    }
-    stack.push_back(tag);
+    return true;
   }
-  if (!stack.empty()) fail(t.size(), "unclosed <" + stack.back() + "> at end of document");
-  if (roots != 1) fail(t.size(), std::to_string(roots) + " root elements (expected 1)");
-  return errs;
+
+  // An opening or closing tag at i_.
+  bool tag() {
+    const bool closing = i_ + 1 < t_.size() && t_[i_ + 1] == '/';
+    std::size_t p = i_ + (closing ? 2 : 1);
+    const std::size_t ns = p;
+    while (p < t_.size() && is_name(t_[p])) ++p;
+    const std::string tag(t_.substr(ns, p - ns));
+    if (tag.empty()) {
+      fail(i_, "'<' not starting a tag");
+      ++i_;
+      return true;
+    }
+    bool self_close = false;
+    if (!attributes(p, tag, closing, self_close)) return false;
+    if (p >= t_.size()) return fail(i_, "unterminated tag <" + tag + ">"), false;
+    i_ = p + 1;  // past '>'
+    if (closing) {
+      close(tag);
+      return true;
+    }
+    if (stack_.empty()) ++roots_;
+    static const std::set<std::string> kVoid = {"meta", "br", "hr", "img", "input", "link"};
+    if (self_close || (html_ && kVoid.count(tag))) return true;
+    if (html_ && (tag == "style" || tag == "script"))
+      return skip_to(i_, "</" + tag + ">", ("unterminated <" + tag + ">").c_str());
+    stack_.push_back(tag);
+    return true;
+  }
+
+  void close(const std::string& tag) {
+    if (stack_.empty() || stack_.back() != tag) {
+      fail(i_, "closing </" + tag + "> does not match " +
+                   (stack_.empty() ? std::string("nothing") : "<" + stack_.back() + ">"));
+      if (!stack_.empty()) stack_.pop_back();
+    } else {
+      stack_.pop_back();
+    }
+  }
+
+  std::string_view t_;
+  bool html_;
+  std::vector<std::string> errs_;
+  std::vector<std::string> stack_;
+  int roots_ = 0;
+  std::size_t i_ = 0;
+};
+
+std::vector<std::string> check_markup(std::string_view t, bool html) {
+  return Markup(t, html).run();
 }
 
 }  // namespace
 
 std::vector<std::string> validate_schema(const json& schema, const json& doc) {
   std::vector<std::string> errs;
-  check(schema, schema, doc, "", errs);
+  SchemaCheck{schema, errs}.check(schema, doc, "");
   return errs;
 }
 

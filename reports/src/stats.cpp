@@ -96,9 +96,13 @@ void ErrorStats::add_element(double e) {
 }
 
 namespace {
+// b replaces a when larger (NaN largest), or tied with a lower spec index: run() folds the units
+// of a bucket in increasing spec order, so this is "the first worst case wins" there, and it makes
+// merge() of shard reports (which fold in the order the files were given) agree with it.
 void merge_worst(WorstCase& a, const WorstCase& b) {
   if (b.value < 0) return;
-  if (a.offer(b.value)) a = b;
+  const bool tie = b.value == a.value || (std::isnan(b.value) && std::isnan(a.value));
+  if (a.offer(b.value) || (tie && b.spec_index < a.spec_index)) a = b;
 }
 }  // namespace
 

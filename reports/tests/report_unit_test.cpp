@@ -1,8 +1,9 @@
 // Unit tests of the report library: statistics, the recipe-faithful reference, the validators,
 // atomic writes, baseline comparison and determinism of a small report.
 #include "../src/recipe.hpp"
-#include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/bounds.hpp"
+#include "ropecheck/kernels/registry.hpp"
+#include "ropecheck/kernels/simd_info.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"
 #include "ropecheck/reports/stats.hpp"
@@ -98,6 +99,17 @@ TEST(ReportStats, MergeEqualsOneAccumulatorAndKeepsTheFirstWorstCase) {
   c.worst_ulp.position = 3;
   a.merge(c);
   EXPECT_EQ(a.worst_ulp.position, 3);
+  // A tie goes to the lower spec index whatever the order: run() folds a bucket's units in spec
+  // order, merge() folds shard reports in the order they were given.
+  ErrorStats s3, s1;
+  s3.worst_ulp.value = s1.worst_ulp.value = 2.0;
+  s3.worst_ulp.spec_index = 3;
+  s1.worst_ulp.spec_index = 1;
+  ErrorStats fwd = s3, rev = s1;
+  fwd.merge(s1);
+  rev.merge(s3);
+  EXPECT_EQ(fwd.worst_ulp.spec_index, 1);
+  EXPECT_EQ(rev.worst_ulp.spec_index, 1);
 }
 
 // The exact rotation used by the reports agrees with the reference's own blocked product.
@@ -406,6 +418,9 @@ Options small_options() {
   o.bases = {10000};
   o.max_position = 70000;
   o.samples = 8;
+  // As the CLI fills them (the reports do not link the kernels; the schema lists real paths).
+  o.simd_path = simd_path();
+  o.simd_best_path = simd_best_path();
   return o;
 }
 

@@ -26,6 +26,10 @@ namespace {
 // complete) and still exits 128 + signal. A second signal terminates at once (default action);
 // the atomic writes still never leave a half-written report file (at worst a hidden
 // .<name>.tmp.XXXXXX next to it).
+// The one mutable process-wide variable of the CLI, on purpose: a signal handler receives nothing
+// but the signal number, so the flag it sets must be a global of type volatile sig_atomic_t
+// (the only object a handler may portably write). Everything else reads it through
+// Options::stop, which is how the reports library sees it.
 volatile std::sig_atomic_t g_signal = 0;
 
 extern "C" void on_stop_signal(int sig) {
@@ -80,29 +84,24 @@ void push_unique(std::vector<T>& v, const T& x, const std::string& what, const s
   v.push_back(x);
 }
 
-int run_report(const ReportArgs& a) {
-  if (!a.merge.empty()) {
-    if (!a.shard.empty()) throw UsageError("--merge and --shard exclude each other");
-    return merge_reports(a.merge, a.out, a.baseline, a.baseline_factor);
-  }
-  reports::Options o;
-  o.simd_path = simd_path();
-  o.simd_best_path = simd_best_path();
+std::vector<const Kernel*> parse_kernels(const std::string& list) {
+  if (list == "all") return builtin_kernels();
   std::vector<const Kernel*> kernels;
-  if (a.kernels == "all") {
-    kernels = builtin_kernels();
-  } else {
-    for (const auto& n : split(a.kernels, ',', "--kernels")) {
-      const Kernel* k = find_builtin_kernel(n);
-      if (!k) {
-        std::string names;
-        for (const Kernel* b : builtin_kernels()) names += (names.empty() ? "" : ", ") + b->name();
-        throw UsageError("--kernels: no built-in kernel named '" + n + "' (available: " + names +
-                         ", or 'all')");
-      }
-      push_unique(kernels, k, "--kernels", n);
+  for (const auto& n : split(list, ',', "--kernels")) {
+    const Kernel* k = find_builtin_kernel(n);
+    if (!k) {
+      std::string names;
+      for (const Kernel* b : builtin_kernels()) names += (names.empty() ? "" : ", ") + b->name();
+      throw UsageError("--kernels: no built-in kernel named '" + n + "' (available: " + names +
+                       ", or 'all')");
     }
+    push_unique(kernels, k, "--kernels", n);
   }
+  return kernels;
+}
+
+// The sweep's axes: dtypes, head dims, bases, layouts.
+void parse_axes(const ReportArgs& a, reports::Options& o) {
   o.dtypes.clear();
   for (const auto& s : split(a.dtypes, ',', "--dtypes")) {
     const auto d = parse_dtype(s);
@@ -124,6 +123,14 @@ int run_report(const ReportArgs& a) {
     if (!l) throw UsageError("--layouts: '" + s + "' is not interleaved or half");
     push_unique(o.layouts, *l, "--layouts", s);
   }
+}
+
+// Every option of the sweep, validated (UsageError naming the option).
+reports::Options parse_options(const ReportArgs& a) {
+  reports::Options o;
+  o.simd_path = simd_path();
+  o.simd_best_path = simd_best_path();
+  parse_axes(a, o);
   o.max_position = a.max_position;
   o.samples = a.samples;
   o.seed = a.seed;
@@ -142,21 +149,29 @@ int run_report(const ReportArgs& a) {
   } catch (const reports::OptionsError& e) {
     throw UsageError(e.what());
   }
-  // Read the baseline before the (long) sweep so a bad path fails fast.
-  nlohmann::json baseline;
-  if (!a.baseline.empty()) {
-    std::ifstream in(a.baseline);
-    if (!in) throw UsageError("--baseline: cannot read '" + a.baseline + "'");
-    try {
-      baseline = nlohmann::json::parse(in);
-    } catch (const std::exception& e) {
-      throw UsageError("--baseline: '" + a.baseline + "' is not JSON: " + e.what());
-    }
-    if (!baseline.is_object() || !baseline.contains("schema_version"))
-      throw UsageError("--baseline: '" + a.baseline + "' is not a ropecheck report");
-    if (!(a.baseline_factor >= 1.0)) throw UsageError("--baseline-factor must be >= 1");
-  }
+  return o;
+}
 
+// Read before the (long) sweep so a bad path fails fast; null when no --baseline.
+nlohmann::json read_baseline(const ReportArgs& a) {
+  nlohmann::json baseline;
+  if (a.baseline.empty()) return baseline;
+  std::ifstream in(a.baseline);
+  if (!in) throw UsageError("--baseline: cannot read '" + a.baseline + "'");
+  try {
+    baseline = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw UsageError("--baseline: '" + a.baseline + "' is not JSON: " + e.what());
+  }
+  if (!baseline.is_object() || !baseline.contains("schema_version"))
+    throw UsageError("--baseline: '" + a.baseline + "' is not a ropecheck report");
+  if (!(a.baseline_factor >= 1.0)) throw UsageError("--baseline-factor must be >= 1");
+  return baseline;
+}
+
+// Runs the sweep and writes the report set; the exit status (0/1, or 128 + signal).
+int sweep_and_write(const ReportArgs& a, reports::Options o,
+                    const std::vector<const Kernel*>& kernels, const nlohmann::json& baseline) {
   reports::Progress progress;
   if (!a.quiet) progress = [](const std::string& s) { std::cerr << s << "\n"; };
   install_stop_handlers();
@@ -169,8 +184,9 @@ int run_report(const ReportArgs& a) {
                        a.out + "' (if any) is unchanged");
   }
   if (g_signal)
-    return interrupted("after the sweep, before writing; nothing written, the previous report in '" +
-                       a.out + "' (if any) is unchanged");
+    return interrupted(
+        "after the sweep, before writing; nothing written, the previous report in '" + a.out +
+        "' (if any) is unchanged");
   if (!a.baseline.empty()) {
     try {
       reports::apply_baseline(report, baseline, a.baseline_factor);
@@ -185,6 +201,17 @@ int run_report(const ReportArgs& a) {
   std::cout << "wrote " << a.out << "/report.json, report.md, report.html, junit.xml ("
             << report["environment"]["wall_seconds"].get<double>() << " s)\n";
   return report_verdict(report);
+}
+
+int run_report(const ReportArgs& a) {
+  if (!a.merge.empty()) {
+    if (!a.shard.empty()) throw UsageError("--merge and --shard exclude each other");
+    return merge_reports(a.merge, a.out, a.baseline, a.baseline_factor);
+  }
+  const std::vector<const Kernel*> kernels = parse_kernels(a.kernels);
+  const reports::Options o = parse_options(a);
+  const nlohmann::json baseline = read_baseline(a);
+  return sweep_and_write(a, o, kernels, baseline);
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ void touch_shard_status_file() {
 }
 
 int merge_reports(const std::vector<std::string>& files, const std::string& out,
-                   const std::string& baseline, double baseline_factor) {
+                  const std::string& baseline, double baseline_factor) {
   std::vector<nlohmann::json> docs;
   for (const auto& f : files) docs.push_back(load(f, "--merge"));
   nlohmann::json report;

@@ -22,6 +22,6 @@ void touch_shard_status_file();
 // report set, prints the failed checks and returns `report`'s exit status (0/1; bad input ->
 // UsageError).
 int merge_reports(const std::vector<std::string>& files, const std::string& out,
-                   const std::string& baseline, double baseline_factor);
+                  const std::string& baseline, double baseline_factor);
 
 }  // namespace ropecheck::cli

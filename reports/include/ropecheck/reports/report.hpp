@@ -2,6 +2,25 @@
 // *describe*: they never fail because numbers are large, only when a derived bound from
 // ropecheck::bounds is exceeded (or a baseline regressed). The JSON document is the data model;
 // Markdown, HTML and JUnit are rendered from it, so every number appears once.
+//
+// Map of this module (reports/src):
+//   plan      plan.cpp      options -> specs, variant setups, the deterministic work list: a
+//                           std::variant of unit structs (SweepUnit{dtype, spec, bucket}, ...)
+//   executor  executor.cpp  this shard's units on a thread pool; stop polling, progress
+//   numerics  sweep.cpp     what a unit computes (sweep statistics, safe-context and
+//                           score-offset searches, special values), asking ropecheck::verify for
+//                           every pair error and bound; stats.cpp, exact_sum.cpp, recipe.cpp
+//   document  document.cpp  report.json from the unit results, in work-list order; the checks
+//   merge     merge.cpp     shard reports -> the same document, through document.cpp
+//   render    render.cpp    Markdown / HTML / JUnit from the document
+//   around    baseline.cpp (--baseline), io.cpp (atomic writes, environment), checks.cpp
+//             (schema and markup validators for the tests)
+// Adding a check (a new kind of work unit): a struct in plan.hpp's Unit and its place in
+// work_list(), its numerics in sweep.cpp (+ a UnitResult alternative in executor.hpp if it
+// returns something new), its section in document.cpp (and merge.cpp if shards must combine it
+// beyond copying entries), a table in render.cpp, report.schema.json.
+// Adding a section computed from existing results: document.cpp, render.cpp, the schema.
+// Adding a dtype: nothing here (Options::dtypes lists it; core/bounds/reference know it).
 #pragma once
 
 #include "ropecheck/dtype.hpp"
@@ -21,6 +40,8 @@
 
 namespace ropecheck::reports {
 
+// report.json's "schema_version": merge() and --baseline refuse reports of another version.
+// Bump it when the document's layout or meaning changes; history:
 // 2: buckets carry mergeable state ("merge"), octaves their exact sum, shard metadata.
 // 3: the policy's trig_error; simd_path avx512bf16.
 // 4: the policy's recipe may be ladder_f32 (ggml / llama.cpp).
@@ -50,9 +71,10 @@ struct Options {
   // Sharding (GoogleTest's protocol in the CLI): run only the work units whose index in the
   // deterministic work list is shard_index mod shard_count; merge() joins the shard reports.
   int shard_index = 0, shard_count = 1;
-  // One section per scaling variant / multi-axis layout (variant_specs(): a representative spec
+  // One section per scaling variant / multi-axis layout (variant_cases(): a representative spec
   // of each, run on the `scalar` and `simd` kernels among `kernels`, samples / 4 vectors per
-  // bucket), the safe-context table by variant, and the dynamic-NTK composition section.
+  // bucket, at least 16), the safe-context table by variant, and the dynamic-NTK composition
+  // section.
   bool variants = true;
   // Restrict the sweep to this one spec (`report --hf-config`): head_dims, bases and layouts are
   // ignored and the variant sections are not run.

@@ -85,7 +85,9 @@ struct ErrorStats {
   std::array<std::int64_t, kUlpBins> hist{};
 
   void add_element(double ulp_error);
-  void merge(const ErrorStats& o);  // appends o after *this
+  // Appends o after *this. A worst case tied with ours replaces it only when its spec index is
+  // lower, so folding shards in any order gives the worst case of the in-order fold.
+  void merge(const ErrorStats& o);
 };
 
 // Per-octave series for the error-vs-position plots: octave 0 is position 0, octave k >= 1 holds

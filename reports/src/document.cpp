@@ -1,0 +1,580 @@
+// The document: report.json from the executed units, in work-list order (document.hpp). Every
+// number of the report is written here once; render.cpp only formats what this wrote.
+#include "document.hpp"
+
+#include "ropecheck/reference/reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace ropecheck::reports {
+
+namespace detail {
+
+using nlohmann::json;
+
+json num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+std::optional<double> number(const json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) {
+    const auto& s = j.get_ref<const std::string&>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  return std::nullopt;
+}
+
+void ResultStats::merge(const ResultStats& later) {
+  for (int bi = 0; bi < kNumBuckets; ++bi) buckets[bi].merge(later.buckets[bi]);
+  for (int q = 0; q < kOctaves; ++q) octaves[q].merge(later.octaves[q]);
+  for (int q = 0; q < kUlpBins; ++q) hist[q] += later.hist[q];
+  specs_supported += later.specs_supported;
+}
+
+namespace {
+
+std::string hex_bits(double v, Dtype d) {
+  char buf[32];
+  const int digits = traits(d).bytes * 2;
+  std::snprintf(buf, sizeof buf, "0x%0*llx", digits,
+                static_cast<unsigned long long>(bits_of(v, d)));
+  return buf;
+}
+
+std::string exact_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+json spec_json(const RopeSpec& s) {
+  json j{{"head_dim", s.head_dim}, {"rotary_dim", s.rotary_dim},
+         {"base", s.base},         {"layout", name(s.layout)},
+         {"scale", s.scale},       {"scaling", name(s.scaling.kind)}};
+  // Variants and multi-axis layouts: the sections and the full parameter list (describe()).
+  if (!s.sections.empty()) j["sections"] = s.sections;
+  if (s.scaling.kind != ScalingKind::none || !s.sections.empty()) j["detail"] = describe(s);
+  return j;
+}
+
+// `ropecheck eval` reproduction: the pair's inputs, zeros elsewhere (a pair's output depends only
+// on its own two inputs).
+std::string reproduce_command(const WorstCase& w, const RopeSpec& spec, Dtype d) {
+  std::string input;
+  for (std::int64_t j = 0; j < spec.head_dim; ++j) {
+    if (j) input += ",";
+    input += j == w.pair_a ? exact_text(w.in_a) : j == w.pair_b ? exact_text(w.in_b) : "0";
+  }
+  std::ostringstream cmd;
+  cmd << "ropecheck eval --head-dim " << spec.head_dim << " --rotary-dim " << spec.rotary_dim
+      << " --base " << exact_text(spec.base) << " --layout " << name(spec.layout) << " --dtype "
+      << name(d) << " --position " << w.position << " --input " << input;
+  // eval takes the variants' parameters from a config (--hf-config); name them here.
+  if (spec.scaling.kind != ScalingKind::none || !spec.sections.empty())
+    cmd << "  # with the spec's variant parameters: " << describe(spec);
+  return cmd.str();
+}
+
+json worst_json(const WorstCase& w, const Setup& S, Dtype d, bool pair_case) {
+  if (w.value < 0) return nullptr;
+  const RopeSpec& spec = S.specs[static_cast<std::size_t>(w.spec_index)];
+  json j{{"value", num(w.value)},
+         {"spec", spec_json(spec)},
+         {"position", w.position},
+         {"element", w.element},
+         {"pair", {w.pair_a, w.pair_b}},
+         {"input", {num(w.in_a), num(w.in_b)}},
+         {"input_bits", {hex_bits(w.in_a, d), hex_bits(w.in_b, d)}},
+         {"expected", w.expected},
+         {"got", num(w.got)},
+         {"got_bits", hex_bits(w.got, d)},
+         {"reproduce", reproduce_command(w, spec, d)}};
+  if (pair_case) {
+    j["got"] = {num(w.got), num(w.got_b)};
+    j["got_bits"] = {hex_bits(w.got, d), hex_bits(w.got_b, d)};
+  } else {
+    j["expected_rounded"] = num(w.expected_rounded);
+  }
+  return j;
+}
+
+// Sparse sketch bins as text, one line however many bins (tens of thousands for wide-ranging
+// f64/f16 ULP errors): runs of consecutive keys "key:count,count,... key:count,...".
+std::string encode_sketch(const QuantileSketch& q) {
+  std::string t;
+  std::int64_t prev = -2;
+  for (const auto& [k, c] : q.bins()) {
+    if (k == prev + 1)
+      t += ",";
+    else
+      t += (t.empty() ? "" : " ") + std::to_string(k) + ":";
+    t += std::to_string(c);
+    prev = k;
+  }
+  return t;
+}
+
+// The state of a bucket's statistics that the rendered numbers cannot be merged from: exact sums
+// (mean, RMS, NMSE, angle share), the sparse quantile-sketch bins (percentiles) and the spec index
+// of each worst case (ties between shards go to the lower spec index, as in run()'s unit order).
+json bucket_merge_state(const ErrorStats& st) {
+  return {{"sums",
+           {{"ulp", st.sum_ulp.str()},
+            {"ulp2", st.sum_ulp2.str()},
+            {"err2", st.sum_err2.str()},
+            {"exact2", st.sum_exact2.str()},
+            {"pair2", st.sum_pair2.str()},
+            {"angle2", st.sum_angle2.str()},
+            {"rot2", st.sum_rot2.str()}}},
+          {"worst_ulp_spec", st.worst_ulp.spec_index},
+          {"worst_pair_spec", st.worst_pair.spec_index},
+          {"ulp_sketch", encode_sketch(st.ulps)}};
+}
+
+json bucket_json(const ErrorStats& st, int bi, const WorstJson& worst, bool merge_state) {
+  const double n = static_cast<double>(st.n_elements);
+  const double np = static_cast<double>(st.n_pairs);
+  const double share =
+      (st.sum_angle2 + st.sum_rot2) > 0 ? st.sum_angle2 / (st.sum_angle2 + st.sum_rot2) : 0.0;
+  json j{{"bucket", kBuckets[bi].name},
+         {"sampling", "sampled (lower bound)"},
+         {"n_vectors", st.n_vectors},
+         {"n_elements", st.n_elements},
+         {"n_pairs", st.n_pairs},
+         {"ulp",
+          {{"max", num(st.worst_ulp.value)},
+           {"mean", num(st.sum_ulp / n)},
+           {"rms", num(std::sqrt(st.sum_ulp2 / n))},
+           {"p50", num(st.ulps.percentile(0.5))},
+           {"p99", num(st.ulps.percentile(0.99))},
+           {"p999", num(st.ulps.percentile(0.999))},
+           {"worst", worst(bi, st.worst_ulp, false)}}},
+         {"max_abs_error", num(st.max_abs)},
+         {"nmse", num(st.sum_exact2 > 0 ? st.sum_err2 / st.sum_exact2 : 0.0)},
+         {"pair_error_u",
+          {{"max", num(st.worst_pair.value)},
+           {"rms", num(std::sqrt(st.sum_pair2 / np))},
+           {"worst", worst(bi, st.worst_pair, true)}}},
+         {"counts",
+          {{"not_correctly_rounded", st.not_correctly_rounded},
+           {"gt_1ulp", st.gt_1ulp},
+           {"gt_bound", st.gt_bound}}},
+         {"bound",
+          {{"pairs_checked", st.bound_pairs},
+           {"min_u", st.bound_pairs ? num(st.bound_min_u) : json(nullptr)},
+           {"max_u", st.bound_pairs ? num(st.bound_max_u) : json(nullptr)},
+           {"max_utilization", st.bound_pairs ? num(st.max_utilization) : json(nullptr)}}},
+         {"angle_vs_rotation",
+          {{"angle_max_u", num(st.max_angle_u)},
+           {"rotation_max_u", num(st.max_rot_u)},
+           {"angle_rms_u", num(std::sqrt(st.sum_angle2 / np))},
+           {"rotation_rms_u", num(std::sqrt(st.sum_rot2 / np))},
+           {"angle_share", num(share)}}}};
+  if (merge_state) j["merge"] = bucket_merge_state(st);
+  return j;
+}
+
+}  // namespace
+
+json buckets_json(const std::array<ErrorStats, kNumBuckets>& buckets, const WorstJson& worst,
+                  bool merge_state) {
+  json a = json::array();
+  for (int bi = 0; bi < kNumBuckets; ++bi)
+    if (buckets[bi].n_vectors != 0) a.push_back(bucket_json(buckets[bi], bi, worst, merge_state));
+  return a;
+}
+
+void put_result_figures(json& r, const ResultStats& s, const WorstJson& worst, bool merge_state) {
+  r["specs_supported"] = s.specs_supported;
+  r["buckets"] = buckets_json(s.buckets, worst, merge_state);
+  r["ulp_histogram"] = json::array();
+  for (int q = 0; q < kUlpBins; ++q)
+    r["ulp_histogram"].push_back({{"bin", ulp_bin_label(q)}, {"count", s.hist[q]}});
+  r["octaves"] = json::array();
+  for (int q = 0; q < kOctaves; ++q) {
+    const auto& oc = s.octaves[q];
+    if (!oc.n_pairs) continue;
+    const std::int64_t lo = q == 0 ? 0 : std::int64_t{1} << (q - 1);
+    r["octaves"].push_back({{"position_lo", lo},
+                            {"n_pairs", oc.n_pairs},
+                            {"max_pair_u", num(oc.max_pair_u)},
+                            {"rms_pair_u", num(std::sqrt(oc.sum_pair2 / oc.n_pairs))},
+                            {"sum_pair2", oc.sum_pair2.str()}});
+  }
+}
+
+// ---- the sections of a run's document -----------------------------------------------------------
+namespace {
+
+json search_json(const SearchResult& r, std::int64_t max_pos, double budget) {
+  json j{{"supported", r.supported},
+         {"budget_u", budget},
+         {"probes", r.probes},
+         {"max_error_passing_u", num(r.max_error_passing_u)}};
+  if (!r.supported) return j;
+  j["safe_length"] = r.safe;
+  if (r.first_failure < 0) {
+    j["status"] = "within budget up to max_position (" + std::to_string(max_pos) + ")";
+    j["first_failure"] = nullptr;
+    j["failure_error_u"] = nullptr;
+  } else {
+    j["status"] = "exceeded";
+    j["first_failure"] = r.first_failure;
+    j["failure_error_u"] = num(r.failure_error_u);
+  }
+  return j;
+}
+
+json special_cases_json(const SpecialValues& sv, Dtype d) {
+  json out = json::array();
+  for (const auto& c : sv.cases)
+    out.push_back({{"input", c.input},
+                   {"position", c.position},
+                   {"input_bits", {hex_bits(c.x_a, d), hex_bits(c.x_b, d)}},
+                   {"got", {num(c.got_a), num(c.got_b)}},
+                   {"got_bits", {hex_bits(c.got_a, d), hex_bits(c.got_b, d)}},
+                   {"policy", c.policy},
+                   {"other_pairs_unaffected", c.other_pairs_unaffected},
+                   {"follows_policy", c.follows_policy}});
+  return out;
+}
+
+json dynamic_composition_json(const DynamicComposition& dc) {
+  json j{{"spec", spec_json(dc.spec)},
+         {"threshold", dc.threshold},
+         {"cached_position", dc.threshold - 1},
+         {"note",
+          "KV cache rotated with the table for seq_len = threshold; query rotated with the table "
+          "for seq_len = L. max angle mismatch = max_i |(L0 - 1) (theta'_i(L) - theta'_i(L0))| "
+          "rad at the last cached position; composes = the two tables are identical (exact)."}};
+  j["rows"] = json::array();
+  for (const auto& r : dc.rows)
+    j["rows"].push_back({{"seq_len", r.seq_len},
+                         {"base_f64", num(r.base_f64)},
+                         {"max_angle_mismatch_rad", num(r.max_angle_mismatch_rad)},
+                         {"composes", r.composes}});
+  return j;
+}
+
+const char* kDefinitions[][2] = {
+    {"ulp",
+     "|got - exact| / ulp(round(exact)), ulp(y) = 2^(max(e(y), emin) - p + 1): the exact value "
+     "from the MP reference, divided by the ulp of its correctly rounded value (CORE-MATH "
+     "convention)."},
+    {"mean_ulp", "arithmetic mean of the per-element ULP errors"},
+    {"rms_ulp", "sqrt(mean of squared per-element ULP errors)"},
+    {"percentiles",
+     "nearest-rank p50/p99/p99.9 of the per-element ULP errors, read from a log histogram with "
+     "256 bins per binade: the value printed is the upper edge of the bin, at most 0.4% above "
+     "the exact percentile and never below it"},
+    {"pair_error_u",
+     "||got_pair - exact_pair|| / (s ||x_pair||), in units of the storage dtype's unit roundoff "
+     "u = 2^-p; the gated metric (per-element ULP explodes where a component cancels)"},
+    {"nmse", "sum((got - exact)^2) / sum(exact^2) over the bucket (ggml test-backend-ops NMSE)"},
+    {"sampling",
+     "every maximum is over random samples: a lower bound on the true maximum, never exhaustive"},
+    {"bound",
+     "ropecheck::bounds::pair_error_bound for the kernel's declared Policy at the sampled "
+     "position (angle + trig + arithmetic + one storage rounding); utilization = pair error / "
+     "bound, exceeded when > 1"},
+    {"angle_vs_rotation",
+     "angle_u: exact rotation by the kernel's own (recipe-rounded) angles vs the exact spec; "
+     "rotation_u: kernel vs that recipe-faithful exact rotation (table, arithmetic, storage); "
+     "angle_share = sum(angle_u^2) / (sum(angle_u^2) + sum(rotation_u^2)) over the bucket's pairs"},
+    {"safe_context",
+     "largest position L such that every probe at positions <= L kept the max per-pair error "
+     "<= safe_budget_u * u; probes at 0, then powers of two up to max_position, then bisection "
+     "between the last passing and the first failing probe; a probe at m samples m and two "
+     "random positions in (m/2, m] for every spec, 2 vectors each. Sampled: an estimate"},
+    {"score_offset",
+     "|<K(q,D), K(k,D+c)> - s^2 q^T R_c k| / (s^2 ||q|| ||k||) in u, c in [0, 64]; the budget "
+     "2b + b^2 u (b = safe_budget_u) is what two vectors each within b u per pair can produce "
+     "(Cauchy-Schwarz); breaks_at is the smallest shift D found beyond it"},
+    {"baseline",
+     "regression: max ULP or max pair error of a kernel x dtype x bucket > factor x max(baseline, "
+     "1/2) (the floor keeps a change from 0 to a rounding-level error from counting)"},
+};
+
+json options_json(const Plan& p) {
+  const Options& o = p.main.o;
+  json opt;
+  for (const Kernel* k : p.main.kernels) opt["kernels"].push_back(k->name());
+  for (Dtype d : o.dtypes) opt["dtypes"].push_back(name(d));
+  opt["head_dims"] = o.head_dims;
+  opt["bases"] = o.bases;
+  for (Layout l : o.layouts) opt["layouts"].push_back(name(l));
+  opt["max_position"] = o.max_position;
+  opt["samples"] = o.samples;
+  opt["seed"] = o.seed;
+  opt["reference_bits"] = reference::precision_bits();
+  opt["safe_budget_u"] = o.safe_budget_u;
+  opt["variants"] = !p.variants.empty();
+  if (o.spec) opt["spec"] = describe(*o.spec);
+  return opt;
+}
+
+// What identifies the sweep: schema, shard, definitions, options, specs and buckets.
+void put_header(json& doc, const Plan& p, const Executed& ex) {
+  const Options& o = p.main.o;
+  doc["schema_version"] = kSchemaVersion;
+  doc["tool"] = "ropecheck report";
+  if (o.shard_count > 1)
+    doc["shard"] = {{"index", o.shard_index},
+                    {"total", o.shard_count},
+                    {"units", ex.units.size()},
+                    {"units_total", ex.units_total}};
+  for (const auto& d : kDefinitions) doc["definitions"][d[0]] = d[1];
+  doc["options"] = options_json(p);
+  for (const auto& s : p.main.specs) doc["specs"].push_back(spec_json(s));
+  for (int bi = 0; bi < kNumBuckets; ++bi) {
+    const Bucket& b = kBuckets[bi];
+    json bj{{"name", b.name}, {"lo", b.lo}, {"sampled", bi < p.n_buckets}};
+    bj["hi"] = bi == kNumBuckets - 1 ? json("unbounded") : json(b.hi);
+    doc["buckets"].push_back(bj);
+  }
+}
+
+// The sweep units folded in work-list order: per main kernel x dtype, and per variant x kernel x
+// dtype the bucket statistics (and whether that kernel ran on the variant's spec).
+struct Accumulated {
+  std::vector<ResultStats> results;  // [k * n_dtypes + dtype]
+  std::vector<std::array<ErrorStats, kNumBuckets>>
+      variants;  // [(v * n_kernels + k) * n_dtypes + dtype]
+  std::vector<char> variant_swept;
+};
+
+Accumulated accumulate(const Plan& p, const Executed& ex) {
+  const std::size_t nd = p.main.o.dtypes.size(), nk = p.main.kernels.size();
+  const std::size_t nvk = p.variants.empty() ? 0 : p.variants.front().kernels.size();
+  Accumulated acc;
+  acc.results.resize(nk * nd);
+  acc.variants.resize(p.variants.size() * nvk * nd);
+  acc.variant_swept.assign(acc.variants.size(), 0);
+  for (std::size_t i = 0; i < ex.units.size(); ++i) {
+    const auto* sweep = std::get_if<SweepResult>(&ex.results[i]);
+    if (const auto* w = std::get_if<SweepUnit>(&ex.units[i])) {
+      for (std::size_t k = 0; k < nk; ++k) {
+        if (!sweep->supported[k]) continue;
+        ResultStats& r = acc.results[k * nd + static_cast<std::size_t>(w->dtype)];
+        if (w->bucket == 0) ++r.specs_supported;
+        r.buckets[w->bucket].merge(sweep->stats[k]);
+        for (int q = 0; q < kOctaves; ++q) r.octaves[q].merge(sweep->oct[k][q]);
+        for (int q = 0; q < kUlpBins; ++q) r.hist[q] += sweep->stats[k].hist[q];
+      }
+    } else if (const auto* v = std::get_if<VariantSweepUnit>(&ex.units[i])) {
+      for (std::size_t k = 0; k < nvk; ++k) {
+        if (!sweep->supported[k]) continue;
+        const std::size_t kd = (static_cast<std::size_t>(v->variant) * nvk + k) * nd +
+                               static_cast<std::size_t>(v->dtype);
+        acc.variant_swept[kd] = 1;
+        acc.variants[kd][v->bucket].merge(sweep->stats[k]);
+      }
+    }
+  }
+  return acc;
+}
+
+WorstJson render_worst(const Setup& s, Dtype d) {
+  return
+      [&s, d](int, const WorstCase& w, bool pair_case) { return worst_json(w, s, d, pair_case); };
+}
+
+json results_json(const Plan& p, const Accumulated& acc) {
+  const Options& o = p.main.o;
+  const std::size_t nd = o.dtypes.size();
+  json out = json::array();
+  for (std::size_t k = 0; k < p.main.kernels.size(); ++k)
+    for (std::size_t di = 0; di < nd; ++di) {
+      const Dtype d = o.dtypes[di];
+      json r{{"kernel", p.main.kernels[k]->name()},
+             {"dtype", name(d)},
+             {"unit_roundoff", unit_roundoff(d)},
+             {"policy", policy_json(p.main.kernels[k]->policy(d))}};
+      put_result_figures(r, acc.results[k * nd + di], render_worst(p.main, d), o.shard_count > 1);
+      out.push_back(r);
+    }
+  return out;
+}
+
+json kernel_dtype_json(const Kernel& k, Dtype d) {
+  return {{"kernel", k.name()}, {"dtype", name(d)}};
+}
+
+// One section per variant: the same bucket statistics and the safe-context search.
+json variants_json(const Plan& p, const Executed& ex, const Accumulated& acc) {
+  const Options& o = p.main.o;
+  const std::size_t nd = o.dtypes.size();
+  json out = json::array();
+  for (std::size_t vi = 0; vi < p.variants.size(); ++vi) {
+    const Setup& vs = p.variants[vi];
+    const VariantCase& vc = variant_cases()[vi];
+    json vj{{"name", vc.name}, {"model", vc.model}, {"spec", spec_json(vc.spec)}};
+    vj["results"] = json::array();
+    for (std::size_t k = 0; k < vs.kernels.size(); ++k)
+      for (std::size_t di = 0; di < nd; ++di) {
+        const std::size_t kd = (vi * vs.kernels.size() + k) * nd + di;
+        if (!acc.variant_swept[kd]) continue;
+        const Dtype d = o.dtypes[di];
+        json r = kernel_dtype_json(*vs.kernels[k], d);
+        r["policy"] = policy_json(vs.kernels[k]->policy(d));
+        r["buckets"] = buckets_json(acc.variants[kd], render_worst(vs, d), o.shard_count > 1);
+        vj["results"].push_back(r);
+      }
+    vj["safe_context"] = json::array();
+    for (std::size_t i = 0; i < ex.units.size(); ++i) {
+      const auto* w = std::get_if<VariantSafeContextUnit>(&ex.units[i]);
+      if (!w || w->variant != static_cast<int>(vi)) continue;
+      json sc = kernel_dtype_json(*vs.kernels[w->kernel], o.dtypes[w->dtype]);
+      sc.update(
+          search_json(std::get<SearchResult>(ex.results[i]), o.max_position, o.safe_budget_u));
+      vj["safe_context"].push_back(sc);
+    }
+    out.push_back(vj);
+  }
+  return out;
+}
+
+// The main searches and the special values, in work-list order.
+void put_searches(json& doc, const Plan& p, const Executed& ex) {
+  const Options& o = p.main.o;
+  doc["safe_context"] = json::array();
+  doc["score_offset"] = json::array();
+  doc["special_values"] = json::array();
+  for (std::size_t i = 0; i < ex.units.size(); ++i) {
+    const Unit& unit = ex.units[i];
+    if (const auto* safe = std::get_if<SafeContextUnit>(&unit)) {
+      json e = kernel_dtype_json(*p.main.kernels[safe->kernel], o.dtypes[safe->dtype]);
+      e.update(search_json(std::get<SearchResult>(ex.results[i]), o.max_position, o.safe_budget_u));
+      doc["safe_context"].push_back(e);
+    } else if (const auto* score = std::get_if<ScoreOffsetUnit>(&unit)) {
+      const Dtype d = o.dtypes[score->dtype];
+      json e = kernel_dtype_json(*p.main.kernels[score->kernel], d);
+      e.update(search_json(std::get<SearchResult>(ex.results[i]), o.max_position,
+                           score_budget(o.safe_budget_u, d)));
+      e["breaks_at"] = e["first_failure"];  // null (added if absent) when unsupported
+      doc["score_offset"].push_back(e);
+    } else if (const auto* special = std::get_if<SpecialValuesUnit>(&unit)) {
+      const Dtype d = o.dtypes[special->dtype];
+      const auto& sv = std::get<SpecialValues>(ex.results[i]);
+      json e = kernel_dtype_json(*p.main.kernels[special->kernel], d);
+      e["cases"] = special_cases_json(sv, d);
+      e["violations"] = sv.violations;
+      doc["special_values"].push_back(e);
+    }
+  }
+}
+
+}  // namespace
+
+json document(const Plan& p, const Executed& ex) {
+  const Options& o = p.main.o;
+  json doc;
+  put_header(doc, p, ex);
+  const Accumulated acc = accumulate(p, ex);
+  doc["results"] = results_json(p, acc);
+  doc["variants"] = variants_json(p, ex, acc);
+  if (!p.variants.empty())
+    doc["dynamic_composition"] = dynamic_composition_json(dynamic_composition());
+  put_searches(doc, p, ex);
+  add_checks(doc);
+  json env = environment(o);
+  env["reference_bits"] = reference::precision_bits();
+  env["seed"] = o.seed;
+  env["threads"] = ex.threads;
+  doc["environment"] = env;
+  return doc;
+}
+
+// ---- checks (one JUnit test case each) and the summary ------------------------------------------
+namespace {
+
+// MatchesReferenceWithinBound per main kernel x dtype; returns how many failed.
+int add_bound_checks(json& doc) {
+  int exceeded = 0;
+  for (const auto& r : doc["results"]) {
+    std::int64_t gt = 0;
+    double util = -1;
+    for (const auto& b : r["buckets"]) {
+      gt += b["counts"]["gt_bound"].get<std::int64_t>();
+      const auto& mu = b["bound"]["max_utilization"];
+      if (mu.is_number()) util = std::max(util, mu.get<double>());
+      if (mu.is_string()) util = std::numeric_limits<double>::infinity();
+    }
+    exceeded += gt > 0;
+    std::ostringstream msg;
+    msg << gt << " pairs above the derived bound; max utilization "
+        << (util < 0 ? std::string("n/a")
+                     : (std::isinf(util) ? json("inf").dump() : json(util).dump()));
+    doc["checks"].push_back({{"kernel", r["kernel"]},
+                             {"dtype", r["dtype"]},
+                             {"check", "MatchesReferenceWithinBound"},
+                             {"passed", gt == 0},
+                             {"message", msg.str()}});
+  }
+  return exceeded;
+}
+
+// MatchesReferenceWithinBound[variant] per variant x kernel x dtype; returns how many failed.
+int add_variant_bound_checks(json& doc) {
+  int exceeded = 0;
+  if (!doc.contains("variants")) return 0;
+  for (const auto& v : doc["variants"])
+    for (const auto& r : v["results"]) {
+      std::int64_t gt = 0;
+      for (const auto& b : r["buckets"]) gt += b["counts"]["gt_bound"].get<std::int64_t>();
+      exceeded += gt > 0;
+      doc["checks"].push_back(
+          {{"kernel", r["kernel"]},
+           {"dtype", r["dtype"]},
+           {"check", "MatchesReferenceWithinBound[" + v["name"].get<std::string>() + "]"},
+           {"passed", gt == 0},
+           {"message", std::to_string(gt) + " pairs above the derived bound on " +
+                           v["spec"].value("detail", std::string())}});
+    }
+  return exceeded;
+}
+
+// SpecialValuesFollowPolicy per kernel x dtype; returns the number of deviating cases.
+int add_special_value_checks(json& doc) {
+  int violations = 0;
+  for (const auto& s : doc["special_values"]) {
+    const int v = s["violations"].get<int>();
+    violations += v;
+    doc["checks"].push_back({{"kernel", s["kernel"]},
+                             {"dtype", s["dtype"]},
+                             {"check", "SpecialValuesFollowPolicy"},
+                             {"passed", v == 0},
+                             {"message", std::to_string(v) + " cases deviate from the policy"}});
+  }
+  return violations;
+}
+
+}  // namespace
+
+void add_checks(json& doc) {
+  doc["checks"] = json::array();
+  int bound_exceeded = add_bound_checks(doc);  // the variants' checks come after the main ones
+  bound_exceeded += add_variant_bound_checks(doc);
+  const int violations = add_special_value_checks(doc);
+  doc["summary"] = {{"bound_exceeded_kernel_dtypes", bound_exceeded},
+                    {"special_value_violations", violations}};
+}
+
+}  // namespace detail
+
+int exit_code(const nlohmann::json& report) {
+  for (const auto& c : report.at("checks"))
+    if (!c.at("passed").get<bool>()) return 1;
+  return 0;
+}
+
+}  // namespace ropecheck::reports

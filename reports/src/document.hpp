@@ -1,0 +1,51 @@
+// Internal: the document — report.json assembled from the executed units (document.cpp). merge()
+// rebuilds the same statistics from shard reports and writes them with the same functions, so a
+// merged sharded report is the unsharded one (reports/report.schema.json describes the layout).
+#pragma once
+
+#include "executor.hpp"
+#include "ropecheck/reports/stats.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+namespace ropecheck::reports::detail {
+
+// Numbers in report.json: NaN and the infinities as the strings "nan", "inf", "-inf".
+nlohmann::json num(double v);
+// The inverse of num(): nullopt for anything else.
+std::optional<double> number(const nlohmann::json& j);
+
+// The statistics of one kernel x dtype of the main sweep, accumulated over its units.
+struct ResultStats {
+  std::array<ErrorStats, kNumBuckets> buckets;
+  std::array<OctaveStats, kOctaves> octaves;
+  std::array<std::int64_t, kUlpBins> hist{};  // over every bucket
+  std::int64_t specs_supported = 0;           // specs the kernel ran on
+  void merge(const ResultStats& later);
+};
+
+// A bucket's worst case as JSON (null when none): run() renders it from the WorstCase and its
+// setup; merge() copies the one the shard that swept that spec wrote.
+using WorstJson = std::function<nlohmann::json(int bucket, const WorstCase& w, bool pair_case)>;
+
+// The non-empty buckets in bucket order. merge_state: add what `report --merge` needs (shard
+// reports only; most of their size).
+nlohmann::json buckets_json(const std::array<ErrorStats, kNumBuckets>& buckets,
+                            const WorstJson& worst, bool merge_state);
+// Sets r's "specs_supported", "buckets", "ulp_histogram" and "octaves".
+void put_result_figures(nlohmann::json& r, const ResultStats& s, const WorstJson& worst,
+                        bool merge_state);
+
+// The report document of an executed plan (environment included; wall_seconds left to run()).
+nlohmann::json document(const Plan& plan, const Executed& ex);
+
+// Derives doc["checks"] and doc["summary"] from doc["results"], doc["variants"] and
+// doc["special_values"]; run() and merge() both call it, so they cannot disagree.
+void add_checks(nlohmann::json& doc);
+
+}  // namespace ropecheck::reports::detail
