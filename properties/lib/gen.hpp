@@ -2,6 +2,21 @@
 // -0, inf or NaN and is skewed to huge magnitudes, so values are built here from (sign, exponent,
 // mantissa) and bit patterns, rounded once into the dtype. Special values (+-inf, NaN, -0) come
 // only from `special_value` and are used only by the special-value properties.
+//
+// Map of this file:
+//   pick, coin, ...       RapidCheck draws (every random choice goes through pick)
+//   finite_vector, ...    values of a dtype: typical, one scale, full range, bit patterns, awkward
+//   Context               what one check() draws from: the declared domain and its probe, the
+//                         variant options, the shrink budget. Built per check (impl.hpp
+//                         check_dtype) and passed explicitly: no hidden per-thread state.
+//   position, shift_within, counts
+//                         positions and call shapes inside the declared domain
+//   spec, multi_axis_spec specs (head dim, rotary dim, base, layout, scale, then the variant)
+// A new dtype needs nothing here (traits come from dtype.hpp); a new layout or scaling kind is
+// drawn in with_variant_layout / add_scaling (and multi_axis_spec for a multi-axis layout).
+//
+// Draw order is part of the behaviour: RapidCheck replays a case (and a `reproduce=` string) by
+// the order of the draws, so a reordering changes every generated case of a fixed seed.
 #pragma once
 
 #include "ropecheck/dtype.hpp"
@@ -192,21 +207,19 @@ inline const std::vector<std::int64_t>& directed_positions() {
   return v;
 }
 
-// Shrinking's budget of kernel calls (properties::Options::max_shrink_calls), per check and
-// thread: the driver arms it when the first failure starts the shrinking.
+// ---- the context of one check -------------------------------------------------------------------
+
+// Shrinking's budget of kernel calls (properties::Options::max_shrink_calls): the driver arms it
+// when the first failure starts the shrinking; the properties count their kernel calls in it.
 struct ShrinkBudget {
   bool shrinking = false;
   long limit = 0, calls = 0;
   bool spent = false;
 };
-inline ShrinkBudget& shrink_budget() {
-  thread_local ShrinkBudget b;
-  return b;
-}
 
-// The kernel's declared domain as the generators see it, set per check() from Kernel::domain()
-// and a probe of supports() (thread-local: checks may run on several threads). Every generated
-// case lies inside it; see properties/README.md "Domains and coverage".
+// The kernel's declared domain as the generators see it: Kernel::domain() and a probe of
+// supports() (impl.hpp probe_domain). Every generated case lies inside it; see
+// properties/README.md "Domains and coverage".
 struct DomainContext {
   Domain declared;
   // Specs supports() accepted on the probe grid (unscaled, base 1e4, scale 1): the fallbacks when
@@ -215,27 +228,41 @@ struct DomainContext {
   // half twin is accepted too; `multi_axis`: mrope / imrope / axial specs.
   std::vector<RopeSpec> full, partial, both_layouts, multi_axis;
 };
-inline DomainContext& domain_context() {
-  thread_local DomainContext c;
-  return c;
-}
+
+// Variant generation, from properties::Options.
+struct VariantConfig {
+  bool enabled = false;
+  std::optional<ScalingKind> focus_scaling;
+  std::optional<Layout> focus_layout;
+};
+
+// Everything one check() draws from besides RapidCheck's own state. The RapidCheck property
+// captures it by reference and hands it to every generator and property; checks on other threads
+// have their own.
+struct Context {
+  DomainContext domain;
+  VariantConfig variants;
+  ShrinkBudget shrink;
+};
+
+// ---- positions and call shapes ------------------------------------------------------------------
 
 // [lo, hi] = [-limit, limit] intersected with the declared position range.
-inline std::pair<std::int64_t, std::int64_t> position_range(std::int64_t limit) {
-  const Domain& d = domain_context().declared;
+inline std::pair<std::int64_t, std::int64_t> position_range(const Context& c, std::int64_t limit) {
+  const Domain& d = c.domain.declared;
   return {std::max(-limit, d.min_position), std::min(limit, d.max_position)};
 }
 
-inline std::int64_t clamp_position(std::int64_t v, std::int64_t limit) {
-  const auto [lo, hi] = position_range(limit);
+inline std::int64_t clamp_position(const Context& c, std::int64_t v, std::int64_t limit) {
+  const auto [lo, hi] = position_range(c, limit);
   return std::clamp(v, lo, std::max(lo, hi));
 }
 
 // A position in [-limit, limit] and in the declared range: the directed list (and the range's own
 // ends when it is narrower than the limit) or a log-uniform magnitude; negative only when the
 // range has negative positions.
-inline std::int64_t position(std::int64_t limit) {
-  const auto [lo, hi] = position_range(limit);
+inline std::int64_t position(const Context& c, std::int64_t limit) {
+  const auto [lo, hi] = position_range(c, limit);
   if (coin(40)) {
     std::vector<std::int64_t> ok;
     for (auto m : directed_positions())
@@ -250,13 +277,22 @@ inline std::int64_t position(std::int64_t limit) {
   const int bits = pick(0, maxbits);
   const std::int64_t top = std::min<std::int64_t>(mag, (std::int64_t{1} << bits));
   const std::int64_t m = pick<std::int64_t>(0, top);
-  return clamp_position(neg ? -m : m, limit);
+  return clamp_position(c, neg ? -m : m, limit);
+}
+
+// One position per token.
+inline std::vector<std::int64_t> positions(const Context& c, std::int64_t n_tokens,
+                                           std::int64_t limit) {
+  std::vector<std::int64_t> pos;
+  for (std::int64_t t = 0; t < n_tokens; ++t) pos.push_back(position(c, limit));
+  return pos;
 }
 
 // A shift b for a position a such that b and a + b both lie in the declared range (and within
 // limit): the drawn b, moved to the nearest such value.
-inline std::int64_t shift_within(std::int64_t a, std::int64_t b, std::int64_t limit) {
-  const auto [lo, hi] = position_range(limit);
+inline std::int64_t shift_within(const Context& c, std::int64_t a, std::int64_t b,
+                                 std::int64_t limit) {
+  const auto [lo, hi] = position_range(c, limit);
   const std::int64_t blo = std::max(lo, lo - a);
   const std::int64_t bhi = std::min(hi, hi - a);
   return std::clamp(b, blo, std::max(blo, bhi));
@@ -274,17 +310,7 @@ inline std::pair<std::int64_t, std::int64_t> counts(std::int64_t nt_hi, std::int
   return {nt, nh};
 }
 
-// Variant generation, set per check() from properties::Options (thread-local: checks may run on
-// several threads).
-struct VariantConfig {
-  bool enabled = false;
-  std::optional<ScalingKind> focus_scaling;
-  std::optional<Layout> focus_layout;
-};
-inline VariantConfig& variant_config() {
-  thread_local VariantConfig c;
-  return c;
-}
+// ---- specs --------------------------------------------------------------------------------------
 
 struct SpecOptions {
   bool force_unit_scale = false;
@@ -310,16 +336,77 @@ inline std::vector<std::int64_t> split(std::int64_t n, int k, std::int64_t min_e
   return v;
 }
 
-// A scaling variant with plausible parameters (real-model values mixed with random ones).
+// Scaling parameters, each kind with plausible values: real-model values mixed with random ones.
+// A context length of the original model: the common ones, or any.
+inline std::int64_t original_context() {
+  static const std::int64_t v[] = {2048, 4096, 8192, 32768};
+  return coin(70) ? v[pick<std::size_t>(0, 3)] : pick<std::int64_t>(256, 1 << 17);
+}
+
+inline void draw_dynamic(Scaling& c) {
+  c.factor = coin(50) ? static_cast<double>(pick(1, 8)) : log_uniform_real(1, 16);
+  c.max_position_embeddings = original_context();
+  switch (pick(0, 3)) {
+    case 0:
+      c.seq_len = 0;
+      break;
+    case 1:
+      c.seq_len = c.max_position_embeddings;
+      break;
+    default:
+      c.seq_len = pick<std::int64_t>(1, 8 * c.max_position_embeddings);
+  }
+}
+
+inline void draw_yarn(Scaling& c) {
+  c.factor = coin(50) ? static_cast<double>(pick(1, 40)) : log_uniform_real(1, 64);
+  c.original_max_position_embeddings = original_context();
+  if (coin(25)) c.beta_fast = log_uniform_real(4, 64), c.beta_slow = log_uniform_real(0.5, 2);
+  c.truncate = coin(70);
+  if (coin(35)) {
+    c.mscale = coin(50) ? 1.0 : log_uniform_real(0.1, 2);
+    c.mscale_all_dim = coin(50) ? c.mscale : log_uniform_real(0.1, 2);
+  }
+  if (coin(20)) c.attention_factor = log_uniform_real(0.5, 2);
+}
+
+inline void draw_llama3(Scaling& c) {
+  c.factor = coin(60) ? 8.0 : log_uniform_real(1, 32);
+  c.low_freq_factor = coin(60) ? 1.0 : log_uniform_real(0.5, 2);
+  c.high_freq_factor =
+      coin(60) && c.low_freq_factor < 4 ? 4.0 : c.low_freq_factor * log_uniform_real(1.5, 8);
+  c.original_max_position_embeddings = original_context();
+}
+
+inline void draw_longrope(Scaling& c, std::int64_t n_pairs) {
+  for (std::int64_t i = 0; i < n_pairs; ++i) {
+    c.short_factor.push_back(log_uniform_real(1, 4));
+    c.long_factor.push_back(log_uniform_real(1, 64));
+  }
+  c.original_max_position_embeddings = original_context();
+  c.max_position_embeddings = c.original_max_position_embeddings * pick<std::int64_t>(1, 32);
+  switch (pick(0, 3)) {
+    case 0:
+      c.seq_len = 0;
+      break;
+    case 1:
+      c.seq_len = c.original_max_position_embeddings;  // the switch's edge: short factors
+      break;
+    case 2:
+      c.seq_len = c.original_max_position_embeddings + 1;
+      break;
+    default:
+      c.seq_len = pick<std::int64_t>(1, c.max_position_embeddings);
+  }
+  if (coin(20)) c.attention_factor = log_uniform_real(0.5, 2);
+}
+
+// Replaces s's scaling by a variant of this kind.
 inline void add_scaling(RopeSpec& s, ScalingKind kind, bool unit_magnitude) {
   Scaling& c = s.scaling;
   c = Scaling{};
   c.kind = kind;
   const std::int64_t np = s.rotary_dim / 2;
-  const auto orig_ctx = [] {
-    static const std::int64_t v[] = {2048, 4096, 8192, 32768};
-    return coin(70) ? v[pick<std::size_t>(0, 3)] : pick<std::int64_t>(256, 1 << 17);
-  };
   switch (kind) {
     case ScalingKind::none:
       break;
@@ -327,61 +414,19 @@ inline void add_scaling(RopeSpec& s, ScalingKind kind, bool unit_magnitude) {
       c.factor = coin(50) ? static_cast<double>(pick(2, 8)) : log_uniform_real(0.25, 64);
       break;
     case ScalingKind::dynamic:
-      c.factor = coin(50) ? static_cast<double>(pick(1, 8)) : log_uniform_real(1, 16);
-      c.max_position_embeddings = orig_ctx();
-      switch (pick(0, 3)) {
-        case 0:
-          c.seq_len = 0;
-          break;
-        case 1:
-          c.seq_len = c.max_position_embeddings;
-          break;
-        default:
-          c.seq_len = pick<std::int64_t>(1, 8 * c.max_position_embeddings);
-      }
+      draw_dynamic(c);
       break;
     case ScalingKind::yarn:
-      c.factor = coin(50) ? static_cast<double>(pick(1, 40)) : log_uniform_real(1, 64);
-      c.original_max_position_embeddings = orig_ctx();
-      if (coin(25)) c.beta_fast = log_uniform_real(4, 64), c.beta_slow = log_uniform_real(0.5, 2);
-      c.truncate = coin(70);
-      if (coin(35)) {
-        c.mscale = coin(50) ? 1.0 : log_uniform_real(0.1, 2);
-        c.mscale_all_dim = coin(50) ? c.mscale : log_uniform_real(0.1, 2);
-      }
-      if (coin(20)) c.attention_factor = log_uniform_real(0.5, 2);
+      draw_yarn(c);
       break;
     case ScalingKind::llama3:
-      c.factor = coin(60) ? 8.0 : log_uniform_real(1, 32);
-      c.low_freq_factor = coin(60) ? 1.0 : log_uniform_real(0.5, 2);
-      c.high_freq_factor =
-          coin(60) && c.low_freq_factor < 4 ? 4.0 : c.low_freq_factor * log_uniform_real(1.5, 8);
-      c.original_max_position_embeddings = orig_ctx();
+      draw_llama3(c);
       break;
     case ScalingKind::freq_factors:
       for (std::int64_t i = 0; i < np; ++i) c.freq_factors.push_back(log_uniform_real(1, 32));
       break;
     case ScalingKind::longrope:
-      for (std::int64_t i = 0; i < np; ++i) {
-        c.short_factor.push_back(log_uniform_real(1, 4));
-        c.long_factor.push_back(log_uniform_real(1, 64));
-      }
-      c.original_max_position_embeddings = orig_ctx();
-      c.max_position_embeddings = c.original_max_position_embeddings * pick<std::int64_t>(1, 32);
-      switch (pick(0, 3)) {
-        case 0:
-          c.seq_len = 0;
-          break;
-        case 1:
-          c.seq_len = c.original_max_position_embeddings;  // the switch's edge: short factors
-          break;
-        case 2:
-          c.seq_len = c.original_max_position_embeddings + 1;
-          break;
-        default:
-          c.seq_len = pick<std::int64_t>(1, c.max_position_embeddings);
-      }
-      if (coin(20)) c.attention_factor = log_uniform_real(0.5, 2);
+      draw_longrope(c, np);
       break;
   }
   // Unit rotations (s = 1): the explicit attention factor wins over every derived one.
@@ -391,8 +436,8 @@ inline void add_scaling(RopeSpec& s, ScalingKind kind, bool unit_magnitude) {
 
 // Head dims of the declared list (those <= max_head_dim when there are any, >= 3 for partial
 // rotary), or empty when the kernel takes any head_dim.
-inline std::vector<std::int64_t> declared_head_dims(const SpecOptions& o) {
-  std::vector<std::int64_t> all = domain_context().declared.head_dims, fit;
+inline std::vector<std::int64_t> declared_head_dims(const Context& c, const SpecOptions& o) {
+  std::vector<std::int64_t> all = c.domain.declared.head_dims, fit;
   for (auto d : all)
     if (d <= o.max_head_dim && (!o.force_partial || d >= 3)) fit.push_back(d);
   if (fit.empty())
@@ -401,67 +446,67 @@ inline std::vector<std::int64_t> declared_head_dims(const SpecOptions& o) {
   return fit.empty() ? all : fit;
 }
 
-inline RopeSpec spec(const SpecOptions& o = {}) {
+// A head dim of the declared list, else a directed or a log-uniform one within o's limits.
+inline std::int64_t draw_head_dim(const Context& c, const SpecOptions& o) {
   static const std::int64_t directed_dims[] = {2,  3,  4,  5,   8,   63,  64,
                                                65, 80, 96, 127, 128, 256, 512};
-  RopeSpec s;
-  const auto listed = declared_head_dims(o);
-  do {
-    if (!listed.empty()) {
-      s.head_dim = listed[pick<std::size_t>(0, listed.size() - 1)];
-      break;
-    }
+  const auto listed = declared_head_dims(c, o);
+  if (!listed.empty()) return listed[pick<std::size_t>(0, listed.size() - 1)];
+  for (;;) {
+    std::int64_t hd = 0;
     if (coin(35)) {
-      s.head_dim = directed_dims[pick<std::size_t>(0, std::size(directed_dims) - 1)];
+      hd = directed_dims[pick<std::size_t>(0, std::size(directed_dims) - 1)];
     } else {
       // Log-uniform dim: small dims (most edge cases) as often as large ones (most cost).
       const int bits = pick(1, 9);
-      s.head_dim = pick<std::int64_t>(2, std::int64_t{1} << bits);
+      hd = pick<std::int64_t>(2, std::int64_t{1} << bits);
     }
-  } while (s.head_dim > o.max_head_dim || (o.force_partial && s.head_dim < 3));
-  const std::int64_t even = s.head_dim - s.head_dim % 2;
-  if (o.force_partial && s.head_dim >= 3) {
-    const std::int64_t top = (s.head_dim - 1) - (s.head_dim - 1) % 2;  // even, < head_dim
-    s.rotary_dim = 2 * pick<std::int64_t>(1, top / 2);
-  } else if (coin(35)) {
-    s.rotary_dim = 2 * pick<std::int64_t>(1, even / 2);  // partial rotary (or full by chance)
-  } else {
-    s.rotary_dim = 0;  // default: head_dim rounded down to even
+    if (hd <= o.max_head_dim && !(o.force_partial && hd < 3)) return hd;
   }
+}
+
+// rotary_dim: partial (forced, or 35%), else 0 (the default: head_dim rounded down to even).
+inline std::int64_t draw_rotary_dim(std::int64_t head_dim, const SpecOptions& o) {
+  const std::int64_t even = head_dim - head_dim % 2;
+  if (o.force_partial && head_dim >= 3) {
+    const std::int64_t top = (head_dim - 1) - (head_dim - 1) % 2;  // even, < head_dim
+    return 2 * pick<std::int64_t>(1, top / 2);
+  }
+  if (coin(35)) return 2 * pick<std::int64_t>(1, even / 2);  // partial rotary (or full by chance)
+  return 0;
+}
+
+inline double draw_base() {
   switch (pick(0, 3)) {
     case 0:
-      s.base = 10000.0;
-      break;
+      return 10000.0;
     case 1:
-      s.base = 500000.0;
-      break;
+      return 500000.0;
     case 2:
-      s.base = 1e6;
-      break;
+      return 1e6;
     default:
-      s.base = std::exp(std::log(2.0) + uniform01() * (std::log(1e7) - std::log(2.0)));
+      return std::exp(std::log(2.0) + uniform01() * (std::log(1e7) - std::log(2.0)));
   }
-  s.layout = o.force_layout >= 0 ? static_cast<Layout>(o.force_layout)
-                                 : (coin(50) ? Layout::interleaved : Layout::half);
-  if (!o.force_unit_scale && domain_context().declared.magnitude_scale) {
-    switch (pick(0, 9)) {
-      case 0:
-        s.scale = 0.5;
-        break;
-      case 1:
-        s.scale = 2.0;
-        break;
-      case 2:
-        s.scale = std::exp2(uniform01() * 2 - 1);
-        break;  // (0.5, 2), not a power of 2
-      default:
-        s.scale = 1.0;
-    }
+}
+
+// The magnitude scale of a kernel that declares one: mostly 1, powers of two, or any in (0.5, 2).
+inline double draw_scale() {
+  switch (pick(0, 9)) {
+    case 0:
+      return 0.5;
+    case 1:
+      return 2.0;
+    case 2:
+      return std::exp2(uniform01() * 2 - 1);  // (0.5, 2), not a power of 2
+    default:
+      return 1.0;
   }
-  s = s.normalized();
-  const VariantConfig& vc = variant_config();
-  if (!vc.enabled) return s;
-  // Layout: the generated 1-D one, or (unless forced) one of the newer layouts.
+}
+
+// With variants: the drawn 1-D layout, or (unless the layout is forced) the focused one or one of
+// the newer layouts, with random sections. A layout the spec cannot take is not applied.
+inline RopeSpec with_variant_layout(const Context& c, const SpecOptions& o, const RopeSpec& s) {
+  const VariantConfig& vc = c.variants;
   const std::int64_t np = s.n_pairs();
   std::optional<Layout> lay;
   if (o.force_layout < 0) {
@@ -470,84 +515,100 @@ inline RopeSpec spec(const SpecOptions& o = {}) {
     else if (coin(30))
       lay = static_cast<Layout>(pick(2, 5));
   }
-  if (lay) {
-    RopeSpec t = s;
-    t.layout = *lay;
-    if (*lay == Layout::mrope || *lay == Layout::imrope) t.sections = split(np, 3, 0);
-    if (*lay == Layout::axial && np >= 1)
-      t.sections = split(np, static_cast<int>(std::min<std::int64_t>(np, pick(1, 3))), 1);
-    if (*lay != Layout::proportional || t.head_dim % 2 == 0) {
-      try {
-        t.validate();
-        s = t;
-      } catch (const SpecError&) {
-      }
-    }
+  if (!lay) return s;
+  RopeSpec t = s;
+  t.layout = *lay;
+  if (*lay == Layout::mrope || *lay == Layout::imrope) t.sections = split(np, 3, 0);
+  if (*lay == Layout::axial && np >= 1)
+    t.sections = split(np, static_cast<int>(std::min<std::int64_t>(np, pick(1, 3))), 1);
+  if (*lay == Layout::proportional && t.head_dim % 2 != 0) return s;
+  try {
+    t.validate();
+    return t;
+  } catch (const SpecError&) {
+    return s;
   }
-  std::optional<ScalingKind> kind = vc.focus_scaling;
-  if (!kind && coin(50)) kind = static_cast<ScalingKind>(pick(1, 6));
-  if (kind && s.layout != Layout::axial) {
-    RopeSpec t = s;
-    add_scaling(t, *kind, o.force_unit_scale);
-    try {
-      t.validate();
-      s = t;
-    } catch (const SpecError&) {
-    }
-  }
-  return s;
 }
 
-}  // namespace ropecheck::properties::gen
+// With variants: the focused scaling kind, or half the time a random one (axial specs carry none).
+// A variant the spec cannot take is not applied.
+inline RopeSpec with_variant_scaling(const Context& c, const SpecOptions& o, const RopeSpec& s) {
+  std::optional<ScalingKind> kind = c.variants.focus_scaling;
+  if (!kind && coin(50)) kind = static_cast<ScalingKind>(pick(1, 6));
+  if (!kind || s.layout == Layout::axial) return s;
+  RopeSpec t = s;
+  add_scaling(t, *kind, o.force_unit_scale);
+  try {
+    t.validate();
+    return t;
+  } catch (const SpecError&) {
+    return s;
+  }
+}
 
-namespace ropecheck::properties::gen {
+inline RopeSpec spec(const Context& c, const SpecOptions& o = {}) {
+  RopeSpec s;
+  s.head_dim = draw_head_dim(c, o);
+  s.rotary_dim = draw_rotary_dim(s.head_dim, o);
+  s.base = draw_base();
+  s.layout = o.force_layout >= 0 ? static_cast<Layout>(o.force_layout)
+                                 : (coin(50) ? Layout::interleaved : Layout::half);
+  if (!o.force_unit_scale && c.domain.declared.magnitude_scale) s.scale = draw_scale();
+  s = s.normalized();
+  if (!c.variants.enabled) return s;
+  s = with_variant_layout(c, o, s);
+  return with_variant_scaling(c, o, s);
+}
+
+// A real-model multi-axis shape of layout lay (Qwen2-VL [16,24,24], Qwen2.5/3-VL [24,20,20],
+// [8,12,12]; axial: CogVideoX 3-D t D/8, h 3D/16, w 3D/16 pairs, and 2-D) on a drawn spec's base,
+// scale and (not for axial) scaling kind.
+inline RopeSpec model_shape_spec(const Context& c, SpecOptions o, Layout lay) {
+  struct Shape {
+    std::int64_t hd;
+    std::vector<std::int64_t> sec;
+  };
+  static const std::vector<Shape> mshapes = {
+      {128, {16, 24, 24}}, {128, {24, 20, 20}}, {64, {8, 12, 12}}};
+  static const std::vector<Shape> ashapes = {
+      {64, {8, 12, 12}}, {128, {16, 24, 24}}, {64, {16, 16}}, {96, {12, 18, 18}}};
+  const auto& v = lay == Layout::axial ? ashapes : mshapes;
+  const Shape& sh = v[pick<std::size_t>(0, v.size() - 1)];
+  o.force_layout = static_cast<int>(Layout::half);
+  const RopeSpec s = spec(c, o);  // scale, base and (with variants) a scaling variant
+  RopeSpec t = s;
+  t.head_dim = sh.hd;
+  t.rotary_dim = sh.hd;
+  t.layout = lay;
+  t.sections = sh.sec;
+  if (s.scaling.kind != ScalingKind::none && lay != Layout::axial)
+    add_scaling(t, s.scaling.kind, o.force_unit_scale);  // per-pair factors for the new dim
+  else
+    t.scaling = {};
+  try {
+    return t.normalized();
+  } catch (const SpecError&) {
+    t.scaling = {};
+    return t.normalized();
+  }
+}
 
 // A multi-axis spec for the per-axis properties: mrope / imrope (and axial unless mrope_only).
-// 40%: a real-model shape (Qwen2-VL [16,24,24], Qwen2.5/3-VL [24,20,20], [8,12,12], CogVideoX
-// 3-D t D/8, h 3D/16, w 3D/16 pairs, axial 2-D); otherwise a generated 1-D spec (spec(o), with
+// 40%: a real-model shape (model_shape_spec); otherwise a generated 1-D spec (spec(c, o), with
 // the scaling variant spec() gives when variants are enabled) turned multi-axis with random
-// sections. The focused layout (variant_config) wins when it is a multi-axis one. Axial specs
-// carry no scaling (as spec()); the scale option of o applies to all.
-inline RopeSpec multi_axis_spec(SpecOptions o, bool mrope_only) {
-  const VariantConfig& vc = variant_config();
+// sections. The focused layout (c.variants) wins when it is a multi-axis one. Axial specs carry
+// no scaling (as spec()); the scale option of o applies to all.
+inline RopeSpec multi_axis_spec(const Context& c, SpecOptions o, bool mrope_only) {
+  const VariantConfig& vc = c.variants;
   std::optional<Layout> lay;
   if (vc.focus_layout && is_multi_axis(*vc.focus_layout) &&
       !(mrope_only && *vc.focus_layout == Layout::axial))
     lay = vc.focus_layout;
   if (!lay) lay = static_cast<Layout>(pick(3, mrope_only ? 4 : 5));
-  RopeSpec s;
-  if (coin(40)) {
-    struct Shape {
-      std::int64_t hd;
-      std::vector<std::int64_t> sec;
-    };
-    static const std::vector<Shape> mshapes = {
-        {128, {16, 24, 24}}, {128, {24, 20, 20}}, {64, {8, 12, 12}}};
-    static const std::vector<Shape> ashapes = {
-        {64, {8, 12, 12}}, {128, {16, 24, 24}}, {64, {16, 16}}, {96, {12, 18, 18}}};
-    const auto& v = *lay == Layout::axial ? ashapes : mshapes;
-    const Shape& sh = v[pick<std::size_t>(0, v.size() - 1)];
-    o.force_layout = static_cast<int>(Layout::half);
-    s = spec(o);  // scale, base and (with variants) a scaling variant
-    RopeSpec t = s;
-    t.head_dim = sh.hd;
-    t.rotary_dim = sh.hd;
-    t.layout = *lay;
-    t.sections = sh.sec;
-    if (s.scaling.kind != ScalingKind::none && *lay != Layout::axial)
-      add_scaling(t, s.scaling.kind, o.force_unit_scale);  // per-pair factors for the new dim
-    else
-      t.scaling = {};
-    try {
-      return t.normalized();
-    } catch (const SpecError&) {
-      t.scaling = {};
-      return t.normalized();
-    }
-  }
+  if (coin(40)) return model_shape_spec(c, o, *lay);
   o.force_layout = static_cast<int>(Layout::half);
   for (;;) {
-    s = spec(o);
+    const RopeSpec s = spec(c, o);
     const std::int64_t np = s.n_pairs();
     if (np < (*lay == Layout::axial ? 2 : 1)) continue;
     RopeSpec t = s;

@@ -1,6 +1,32 @@
 // Property definitions, templated on the storage dtype (compile-time type list, one translation
 // unit per dtype) and taking the kernel as a run-time value. Included only by props_<dtype>.cpp.
 //
+// Map of this file:
+//   helpers      conversions, fail / discard, usable (a spec inside the domain), run (one checked
+//                kernel call), finite_input, PairText (a pair's message in verify's formats)
+//   1 .. 13      the properties, numbered as in properties.hpp's enum: one function each, its
+//                helpers just above it
+//   body         Property -> the function RapidCheck runs
+//   probe_domain, not_applicable, check_dtype
+//                what the kernel declares, what that rules out, and the driver of one check
+// Every property receives the kernel and the check's gen::Context (domain, variants, shrink
+// budget) and draws every random choice through gen.hpp, in a fixed order (a reorder changes the
+// cases of a fixed seed). A pair compared with its exact value against the pair bound goes
+// through ropecheck::verify (PairChecker, explain_pair): the one definition of that comparison.
+// Other claims (norm, composition, scores, faithful rounding) state their own inequality.
+//
+// Adding a property:
+//   1. properties.hpp: the enum value (and is_multi_axis_property if it needs distinct axes);
+//      properties.cpp: all_properties() and name()
+//   2. here: the function (numbered section), its case in body(), and a reason in
+//      not_applicable() when a declaration can rule it out
+//   3. zoo/mutants.cpp: a mutant that only the new property (or it first) catches, named in the
+//      mutant's `expected` list; the zoo test then shows the property can fail
+//   4. README.md: a row of the property table
+// The per-dtype instantiation (props_<dtype>.cpp) and the GTest registration (tests/
+// property_main.cpp, from all_properties()) need no change. A new dtype: props_<dtype>.cpp, an
+// entry in properties.hpp / properties.cpp check(), and CMakeLists.txt's lists.
+//
 // Special-value policy (checked by ZeroPositionIsIdentity, PassThroughIsExact; README):
 //  * Position 0, finite pair (x_a, x_b): output == input bit for bit for nonzero values. Zeros
 //    stay zero but their sign is not part of the contract: x*cos - y*sin at cos = 1, sin = +0 is
@@ -19,6 +45,7 @@
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/properties.hpp"
 #include "ropecheck/reference/reference.hpp"
+#include "ropecheck/verify/verify.hpp"
 
 #include <rapidcheck.h>
 
@@ -69,8 +96,7 @@ inline std::string hex(double v) {
 
 // Counts a kernel call while shrinking; past the budget every further shrink candidate is
 // discarded before it calls the kernel, so shrinking ends with the smallest failure found.
-inline void count_shrink_call() {
-  auto& b = g::shrink_budget();
+inline void count_shrink_call(g::ShrinkBudget& b) {
   if (!b.shrinking || b.limit <= 0) return;
   if (++b.calls > b.limit) {
     b.spent = true;
@@ -100,6 +126,11 @@ inline std::string exceeds(const Mp& a, const Mp& b) {
   if (sa == sb) sa = reference::to_decimal(a, 20), sb = reference::to_decimal(b, 20);
   return sa + " > bound " + sb;
 }
+// verify::exceeded for an error computed in MP against a double bound (unit: the pair's scale
+// s ||x_pair|| u, 0 when the input pair is zero).
+inline std::string exceeded(const Mp& err, double bound, double unit) {
+  return verify::exceeded(err.convert_to<double>(), bound, unit, false, false);
+}
 // The magnitude s of a spec: scale times the variant's attention factor (exact, and as double).
 inline Mp mag(const RopeSpec& s) { return reference::magnitude(s); }
 inline double magd(const RopeSpec& s) { return reference::magnitude(s).convert_to<double>(); }
@@ -126,10 +157,10 @@ inline std::int64_t composition_limit(const Policy& p) {
 // layout unless the layout is forced), else a probed spec the kernel accepted (gen.hpp
 // DomainContext) with this draw's base and scale, else discard.
 template <Dtype D>
-RopeSpec usable(const Kernel& k, const g::SpecOptions& o = {}) {
+RopeSpec usable(const Kernel& k, const g::Context& c, const g::SpecOptions& o = {}) {
   RopeSpec s;
   for (int attempt = 0; attempt < 6; ++attempt) {
-    s = g::spec(o);
+    s = g::spec(c, o);
     if (k.supports(s, D)) return s;
     if (o.force_layout < 0 && (s.layout == Layout::half || s.layout == Layout::interleaved)) {
       RopeSpec t = s;
@@ -137,8 +168,7 @@ RopeSpec usable(const Kernel& k, const g::SpecOptions& o = {}) {
       if (k.supports(t, D)) return t;
     }
   }
-  const auto& c = g::domain_context();
-  const auto& pool = o.force_partial ? c.partial : c.full;
+  const auto& pool = o.force_partial ? c.domain.partial : c.domain.full;
   std::vector<RopeSpec> fit;
   for (const RopeSpec& t : pool)
     if (o.force_layout < 0 || t.layout == static_cast<Layout>(o.force_layout)) fit.push_back(t);
@@ -193,11 +223,27 @@ void expect_finite(const RopeSpec& s, std::int64_t nvec, const T<D>* in, std::in
   }
 }
 
+// One kernel call, counted against the shrink budget. A failure names the spec, and the positions
+// when given.
+inline void apply_checked(const Kernel& k, g::Context& c, const RopeSpec& s, const TensorArgs& a,
+                          const std::vector<std::int64_t>* pos = nullptr) {
+  count_shrink_call(c.shrink);
+  const KernelStatus st = k.apply(s, a);
+  if (st == KernelStatus::ok) return;
+  const std::string call = pos ? ctx(s, *pos) : describe(s);
+  if (st == KernelStatus::unsupported)
+    fail(std::string(kMismatch) +
+         "apply() returned UNSUPPORTED for a call inside the declared "
+         "domain (supports() accepted the spec): " +
+         call);
+  fail("kernel returned error for " + call);
+}
+
 // Contiguous [tokens][heads][head_dim] call; n_axes > 1: one position per token and axis.
 template <Dtype D>
-std::vector<T<D>> run(const Kernel& k, const RopeSpec& s, std::int64_t nt, std::int64_t nh,
-                      const std::vector<std::int64_t>& pos, const std::vector<T<D>>& in,
-                      std::int64_t n_axes = 1) {
+std::vector<T<D>> run(const Kernel& k, g::Context& c, const RopeSpec& s, std::int64_t nt,
+                      std::int64_t nh, const std::vector<std::int64_t>& pos,
+                      const std::vector<T<D>>& in, std::int64_t n_axes = 1) {
   std::vector<T<D>> out(in.size(), to_st<D>(0.0));
   TensorArgs a;
   a.dtype = D;
@@ -209,14 +255,7 @@ std::vector<T<D>> run(const Kernel& k, const RopeSpec& s, std::int64_t nt, std::
   a.out = out.data();
   a.head_stride = s.head_dim;
   a.token_stride = nh * s.head_dim;
-  count_shrink_call();
-  const KernelStatus st = k.apply(s, a);
-  if (st == KernelStatus::unsupported)
-    fail(std::string(kMismatch) +
-         "apply() returned UNSUPPORTED for a call inside the declared "
-         "domain (supports() accepted the spec): " +
-         ctx(s, pos));
-  if (st != KernelStatus::ok) fail("kernel returned error for " + ctx(s, pos));
+  apply_checked(k, c, s, a, &pos);
   expect_finite<D>(s, nt * nh, in.data(), s.head_dim, out.data(), s.head_dim, pos);
   return out;
 }
@@ -265,13 +304,48 @@ std::vector<double> finite_input(const Policy& pol, const RopeSpec& s, std::int6
   return x;
 }
 
-inline bool is_pass(const RopeSpec& s, std::int64_t j) { return s.is_passthrough(j); }
+// Pair p of a vector in the messages of the pair checks, in verify's formats (the ones `check`,
+// `validate` and the reports print): `at` locates the vector (token, position, head) and gains the
+// pair; x, got and exact are the vector's head_dim values; `call` is the call's context
+// (`<spec> positions=[...]`, as in every counterexample).
+struct PairText {
+  verify::Location at;
+  const verify::PairChecker& pc;
+  const verify::PairCheck& p;
+  double position;
+  const double* x;
+  const double* got;
+  const reference::MpVector& exact;
+  const std::string& call;
 
-// Per pair exact/got comparison against a bound; returns "" or the failure text.
-struct PairCheck {
-  std::int64_t pair;
-  Mp err;
-  double bound;
+  std::size_t a() const { return static_cast<std::size_t>(p.elem_a); }
+  std::size_t b() const { return static_cast<std::size_t>(p.elem_b); }
+  std::string located() const {
+    verify::Location l = at;
+    l.pair = p.pair;
+    l.elem_a = p.elem_a;
+    l.elem_b = p.elem_b;
+    return l.text();
+  }
+  // Suffix of every message: the call and the bound's terms.
+  std::string context() const {
+    return " | " + call + " | " + pc.bound(p.pair, position).describe();
+  }
+  // The pair out of its pair bound: where, why (verify::explain_pair), the call, the bound.
+  std::string out_of_bound() const {
+    return located() + ": " +
+           verify::explain_pair(p, x[a()], x[b()], got[a()], got[b()], exact[a()], exact[b()],
+                                pc.u()) +
+           context();
+  }
+  // The pair's values without a verdict: got, expected and the input.
+  std::string values() const {
+    const auto ga = verify::fmt_got_expected(got[a()], exact[a()]);
+    const auto gb = verify::fmt_got_expected(got[b()], exact[b()]);
+    const auto xs = verify::fmt_apart(x[a()], x[b()], 9);
+    return located() + ": got (" + ga.first + ", " + gb.first + "), expected (" + ga.second + ", " +
+           gb.second + ") from x = (" + xs.first + ", " + xs.second + ")" + context();
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -280,35 +354,38 @@ struct PairCheck {
 // s (D_j + D_k) + D_j D_k, with D_j the non-angle pair bound of j's pair (0 for pass-through):
 // M = s R(phihat) + E with ||E e_j|| <= D_j, and s R(phihat) is s times an orthogonal matrix.
 template <Dtype D>
-void preserves_norm(const Kernel& k) {
+void norm_per_pair(const Kernel& k, g::Context& c) {
   const Policy pol = k.policy(D);
-  {
-    const RopeSpec s = usable<D>(k);
-    const std::vector<std::int64_t> pos = {g::position(std::int64_t{1} << 31)};
-    const auto x = finite_input<D>(k.policy(D), s, 1);
-    const auto y = load_vec<D>(run<D>(k, s, 1, 1, pos, store_vec<D>(x)).data(), s.head_dim);
-    for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
-      const auto [a, b] = s.pair(i);
-      const Mp sn = mag(s) * hyp(ex(x[a]), ex(x[b]));
-      const Mp gn = hyp(ex(y[a]), ex(y[b]));
-      const double bound =
-          bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[0])).norm_abs(dbl(sn));
-      if (!(abs(gn - sn) <= Mp(bound)))
-        fail("pair " + std::to_string(i) + " norm " + hex(dbl(gn)) + " != s||x|| " + hex(dbl(sn)) +
-             " beyond bound " + hex(bound) + " | " + ctx(s, pos) + " x=(" + hex(x[a]) + "," +
-             hex(x[b]) + ")");
-    }
+  const RopeSpec s = usable<D>(k, c);
+  const std::vector<std::int64_t> pos = {g::position(c, std::int64_t{1} << 31)};
+  const auto x = finite_input<D>(pol, s, 1);
+  const auto y = load_vec<D>(run<D>(k, c, s, 1, 1, pos, store_vec<D>(x)).data(), s.head_dim);
+  for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+    const auto [a, b] = s.pair(i);
+    const Mp sn = mag(s) * hyp(ex(x[a]), ex(x[b]));
+    const Mp gn = hyp(ex(y[a]), ex(y[b]));
+    const double bound =
+        bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[0])).norm_abs(dbl(sn));
+    if (!(abs(gn - sn) <= Mp(bound)))
+      fail("pair " + std::to_string(i) + " norm " + hex(dbl(gn)) + " != s||x|| " + hex(dbl(sn)) +
+           ", | ||K(x)|| - s||x|| |: " + exceeded(abs(gn - sn), bound, dbl(sn) * unit_roundoff(D)) +
+           " | " + ctx(s, pos) + " x=(" + hex(x[a]) + "," + hex(x[b]) + ")");
   }
-  // Matrix part on dims <= 128 (the Gram matrix is O(d^2)).
+}
+
+// The matrix part, on dims <= 128 (the Gram matrix is O(d^2)).
+template <Dtype D>
+void matrix_is_scaled_orthogonal(const Kernel& k, g::Context& c) {
+  const Policy pol = k.policy(D);
   g::SpecOptions o;
   o.max_head_dim = 128;
-  const RopeSpec s = usable<D>(k, o);
+  const RopeSpec s = usable<D>(k, c, o);
   const std::int64_t d = s.head_dim;
-  const std::int64_t m = g::position(std::int64_t{1} << 31);
+  const std::int64_t m = g::position(c, std::int64_t{1} << 31);
   std::vector<std::int64_t> pos(static_cast<std::size_t>(d), m);
   std::vector<double> e(static_cast<std::size_t>(d * d), 0.0);
   for (std::int64_t j = 0; j < d; ++j) e[j * d + j] = 1.0;
-  const auto out = run<D>(k, s, d, 1, pos, store_vec<D>(e));
+  const auto out = run<D>(k, c, s, d, 1, pos, store_vec<D>(e));
   // col j = out token j. Row-wise sparse accumulation of G = M^T M in MP.
   std::vector<Mp> G(static_cast<std::size_t>(d * d), Mp(0));
   for (std::int64_t i = 0; i < d; ++i) {
@@ -330,7 +407,7 @@ void preserves_norm(const Kernel& k) {
   for (std::int64_t j = 0; j < d; ++j)
     for (std::int64_t kk = 0; kk < d; ++kk) {
       // Pass-through columns are e_j itself (identity, not scaled by s).
-      const Mp target = j != kk ? Mp(0) : (is_pass(s, j) ? Mp(1) : s2);
+      const Mp target = j != kk ? Mp(0) : (s.is_passthrough(j) ? Mp(1) : s2);
       const double bound = magd(s) * (Dj[j] + Dj[kk]) + Dj[j] * Dj[kk];
       if (!(abs(G[j * d + kk] - target) <= Mp(bound)))
         fail("(M^T M)[" + std::to_string(j) + "," + std::to_string(kk) +
@@ -339,13 +416,31 @@ void preserves_norm(const Kernel& k) {
     }
 }
 
+template <Dtype D>
+void preserves_norm(const Kernel& k, g::Context& c) {
+  norm_per_pair<D>(k, c);
+  matrix_is_scaled_orthogonal<D>(k, c);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. ZeroPositionIsIdentity (+ the special-value policy at the top of this file).
+
+// Output y is input x at position 0: zeros stay zero (either sign), anything else bit for bit. A
+// kernel whose declared arithmetic is narrower than the storage (table_f32 on f64) computes
+// x*1 - y*0 = round_A(x): bit for bit that.
 template <Dtype D>
-void zero_position_is_identity(const Kernel& k) {
+bool is_identity_at_zero(const Policy& pol, T<D> x, T<D> y) {
+  const bool narrow = traits(pol.arithmetic).digits < traits(D).digits;
+  const double xv = narrow ? round_to_dtype(to_d<D>(x), pol.arithmetic) : to_d<D>(x);
+  const double yv = to_d<D>(y);
+  return xv == 0 ? yv == 0 : (narrow ? yv == xv : same_bits(x, y));
+}
+
+template <Dtype D>
+void zero_position_is_identity(const Kernel& k, g::Context& c) {
   g::SpecOptions o;
   o.force_unit_scale = true;
-  const RopeSpec s = usable<D>(k, o);
+  const RopeSpec s = usable<D>(k, c, o);
   std::int64_t nt = 0, nh = 0;  // not a structured binding: lambdas capture them (clang 14)
   std::tie(nt, nh) = g::counts(3, 2, s.head_dim);
   std::vector<std::int64_t> pos(static_cast<std::size_t>(nt), 0);
@@ -355,10 +450,9 @@ void zero_position_is_identity(const Kernel& k) {
     for (auto& v : x)
       if (g::coin(25)) v = g::special_value();
   const auto in = store_vec<D>(x);
-  const auto out = run<D>(k, s, nt, nh, pos, in);
+  const auto out = run<D>(k, c, s, nt, nh, pos, in);
   const std::int64_t d = s.head_dim;
   const Policy pol = k.policy(D);
-  const bool narrow = traits(pol.arithmetic).digits < traits(D).digits;
   for (std::int64_t v = 0; v < nt * nh; ++v) {
     const T<D>* xi = in.data() + v * d;
     const T<D>* yo = out.data() + v * d;
@@ -373,30 +467,14 @@ void zero_position_is_identity(const Kernel& k) {
     }
     for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
       const auto [a, b] = s.pair(i);
-      const double xa = to_d<D>(xi[a]), xb = to_d<D>(xi[b]);
-      if (std::isfinite(xa) && std::isfinite(xb)) {
-        for (auto j : {a, b}) {
-          // A kernel whose declared arithmetic is narrower than the storage (table_f32 on f64)
-          // computes x*1 - y*0 = round_A(x): bit for bit that, and x itself otherwise.
-          const double xv =
-              narrow ? round_to_dtype(to_d<D>(xi[j]), pol.arithmetic) : to_d<D>(xi[j]);
-          const double yv = to_d<D>(yo[j]);
-          const bool ok = xv == 0 ? yv == 0 : (narrow ? yv == xv : same_bits(xi[j], yo[j]));
-          if (!ok) fail("not the identity at position 0: " + where(j));
-        }
-      } else {
-        // Each output is its own input (the mathematical R_0 x = x; a kernel may short-cut
-        // m = 0) or NaN (IEEE inf*0); never another value, and a NaN input stays NaN.
-        for (auto j : {a, b}) {
-          const double xv =
-              narrow ? round_to_dtype(to_d<D>(xi[j]), pol.arithmetic) : to_d<D>(xi[j]);
-          const double yv = to_d<D>(yo[j]);
-          const bool ok = std::isnan(yv) || (xv == 0  ? yv == 0
-                                             : narrow ? yv == xv
-                                                      : same_bits(xi[j], yo[j]));
-          if (!ok)
-            fail("pair with a non-finite input: output neither its input nor NaN: " + where(j));
-        }
+      const bool finite = std::isfinite(to_d<D>(xi[a])) && std::isfinite(to_d<D>(xi[b]));
+      for (auto j : {a, b}) {
+        const bool same = is_identity_at_zero<D>(pol, xi[j], yo[j]);
+        if (finite && !same) fail("not the identity at position 0: " + where(j));
+        // A non-finite pair: each output is its own input (the mathematical R_0 x = x; a kernel
+        // may short-cut m = 0) or NaN (IEEE inf*0); never another value, and NaN stays NaN.
+        if (!finite && !same && !std::isnan(to_d<D>(yo[j])))
+          fail("pair with a non-finite input: output neither its input nor NaN: " + where(j));
       }
     }
   }
@@ -406,21 +484,21 @@ void zero_position_is_identity(const Kernel& k) {
 // 3. ComposesAdditively: ||K(K(x,a),b)_p - K(x,a+b)_p|| <= composition bound + single bound
 // (both against the exact R_{a+b} x_p; s = 1 because K(K(x,a),b) = s^2 R x for s != 1).
 template <Dtype D>
-void composes_additively(const Kernel& k) {
+void composes_additively(const Kernel& k, g::Context& c) {
   const Policy pol = k.policy(D);
   g::SpecOptions o;
   o.force_unit_scale = true;
-  const RopeSpec s = usable<D>(k, o);
+  const RopeSpec s = usable<D>(k, c, o);
   const std::int64_t L = composition_limit(pol);
-  const std::int64_t a = g::position(L);
+  const std::int64_t a = g::position(c, L);
   // A KV-cache shift back towards 0 (where the declared range has negative positions), or any b;
   // b and a + b stay inside the declared range.
   const std::int64_t b = g::shift_within(
-      a, g::coin(35) ? -g::pick<std::int64_t>(0, a < 0 ? -a : a) : g::position(L), L);
+      c, a, g::coin(35) ? -g::pick<std::int64_t>(0, a < 0 ? -a : a) : g::position(c, L), L);
   const auto x = finite_input<D>(k.policy(D), s, 1);
-  const auto z = run<D>(k, s, 1, 1, {a}, store_vec<D>(x));
-  const auto w = load_vec<D>(run<D>(k, s, 1, 1, {b}, z).data(), s.head_dim);
-  const auto v = load_vec<D>(run<D>(k, s, 1, 1, {a + b}, store_vec<D>(x)).data(), s.head_dim);
+  const auto z = run<D>(k, c, s, 1, 1, {a}, store_vec<D>(x));
+  const auto w = load_vec<D>(run<D>(k, c, s, 1, 1, {b}, z).data(), s.head_dim);
+  const auto v = load_vec<D>(run<D>(k, c, s, 1, 1, {a + b}, store_vec<D>(x)).data(), s.head_dim);
   const auto zd = load_vec<D>(z.data(), s.head_dim);
   for (std::int64_t j : pass_dims(s))
     if (!(w[j] == x[j] && v[j] == x[j]))
@@ -435,56 +513,28 @@ void composes_additively(const Kernel& k) {
     const double bound = bounds::composition_abs(Ba, xn, Bb, zn, 1.0) + Bab.abs(xn);
     const Mp err = hyp(ex(w[ia]) - ex(v[ia]), ex(w[ib]) - ex(v[ib]));
     if (!(err <= Mp(bound)))
-      fail("pair " + std::to_string(i) + " |K(K(x,a),b) - K(x,a+b)| = " + hex(dbl(err)) +
-           " > bound " + hex(bound) + " | " + ctx(s, {a, b}) + " | " + Bab.describe());
+      fail("pair " + std::to_string(i) +
+           " |K(K(x,a),b) - K(x,a+b)|: " + exceeded(err, bound, xn * unit_roundoff(D)) + " | " +
+           ctx(s, {a, b}) + " | " + Bab.describe());
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // 4. LayoutsArePermutations: K_half(P x) == P K_interleaved(x), bit for bit (the same operations
 // per pair, only the indexing differs). P gathers even then odd rotated indices.
+
+// Without the declaration `layouts_bitwise_symmetric`: each layout's output is within its pair
+// bound of the same exact value, so the two differ per pair by at most twice the bound
+// (pass-through dims bit for bit). x: the interleaved input of nh heads per token; yh = K_half(Px);
+// Pyi = P K_interleaved(x).
 template <Dtype D>
-void layouts_are_permutations(const Kernel& k) {
-  g::SpecOptions o;
-  o.force_layout = static_cast<int>(Layout::interleaved);
-  RopeSpec si = g::spec(o), sh = si;
-  sh.layout = Layout::half;
-  if (!k.supports(si, D) || !k.supports(sh, D)) {
-    const auto& both = g::domain_context().both_layouts;
-    if (both.empty()) discard("no spec supported in both layouts");
-    si = both[g::pick<std::size_t>(0, both.size() - 1)];
-    sh = si;
-    sh.layout = Layout::half;
-  }
-  std::int64_t nt = 0, nh = 0;  // not a structured binding: lambdas capture them (clang 14)
-  std::tie(nt, nh) = g::counts(3, 2, si.head_dim);
-  const std::int64_t d = si.head_dim, h = si.rotary_dim / 2;
-  std::vector<std::int64_t> pos;
-  for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
-  const auto x = finite_input<D>(k.policy(D), si, nt * nh);
-  auto P = [&](const std::vector<double>& v) {
-    std::vector<double> r(v);
-    for (std::int64_t vec = 0; vec < nt * nh; ++vec)
-      for (std::int64_t j = 0; j < si.rotary_dim; ++j)
-        r[vec * d + j] = v[vec * d + (j < h ? 2 * j : 2 * (j - h) + 1)];
-    return r;
-  };
-  const auto yi = run<D>(k, si, nt, nh, pos, store_vec<D>(x));
-  const auto yh = run<D>(k, sh, nt, nh, pos, store_vec<D>(P(x)));
-  const auto Pyi = store_vec<D>(P(load_vec<D>(yi.data(), nt * nh * d)));
-  if (k.domain().layouts_bitwise_symmetric) {
-    for (std::size_t j = 0; j < yh.size(); ++j)
-      if (!same_bits(yh[j], Pyi[j]))
-        fail("K_half(Px)[" + std::to_string(j) + "] = " + hex(to_d<D>(yh[j])) +
-             " != (P K_interleaved(x)) = " + hex(to_d<D>(Pyi[j])) +
-             " bit for bit (declared bitwise symmetric) | " + ctx(si, pos));
-    return;
-  }
-  // Without the declaration: each layout's output is within its pair bound of the same exact
-  // value, so the two differ per pair by at most twice the bound (pass-through dims exactly).
-  const Policy pol = k.policy(D);
-  const auto yhd = load_vec<D>(yh.data(), nt * nh * d), Pyd = load_vec<D>(Pyi.data(), nt * nh * d);
-  for (std::int64_t v = 0; v < nt * nh; ++v) {
+void layouts_within_twice_the_bound(const Policy& pol, const RopeSpec& si, const RopeSpec& sh,
+                                    std::int64_t nh, const std::vector<std::int64_t>& pos,
+                                    const std::vector<double>& x, const std::vector<T<D>>& yh,
+                                    const std::vector<T<D>>& Pyi) {
+  const std::int64_t d = si.head_dim, nvec = static_cast<std::int64_t>(x.size()) / d;
+  const auto yhd = load_vec<D>(yh.data(), nvec * d), Pyd = load_vec<D>(Pyi.data(), nvec * d);
+  for (std::int64_t v = 0; v < nvec; ++v) {
     const std::int64_t off = v * d, t = v / nh;
     for (std::int64_t j : pass_dims(sh))
       if (!same_bits(yh[off + j], Pyi[off + j]))
@@ -497,10 +547,50 @@ void layouts_are_permutations(const Kernel& k) {
           2 * bounds::pair_error_bound(pol, si, D, i, static_cast<double>(pos[t])).abs(xn);
       const Mp err = hyp(ex(yhd[off + a]) - ex(Pyd[off + a]), ex(yhd[off + b]) - ex(Pyd[off + b]));
       if (!(err <= Mp(bound)))
-        fail("pair " + std::to_string(i) + ": K_half(Px) and P K_interleaved(x) differ by " +
-             hex(dbl(err)) + " > twice the pair bound " + hex(bound) + " | " + ctx(si, pos));
+        fail("pair " + std::to_string(i) + ": K_half(Px) and P K_interleaved(x) differ beyond " +
+             "twice the pair bound: " + exceeded(err, bound, xn * unit_roundoff(D)) + " | " +
+             ctx(si, pos));
     }
   }
+}
+
+template <Dtype D>
+void layouts_are_permutations(const Kernel& k, g::Context& c) {
+  g::SpecOptions o;
+  o.force_layout = static_cast<int>(Layout::interleaved);
+  RopeSpec si = g::spec(c, o), sh = si;
+  sh.layout = Layout::half;
+  if (!k.supports(si, D) || !k.supports(sh, D)) {
+    const auto& both = c.domain.both_layouts;
+    if (both.empty()) discard("no spec supported in both layouts");
+    si = both[g::pick<std::size_t>(0, both.size() - 1)];
+    sh = si;
+    sh.layout = Layout::half;
+  }
+  std::int64_t nt = 0, nh = 0;  // not a structured binding: lambdas capture them (clang 14)
+  std::tie(nt, nh) = g::counts(3, 2, si.head_dim);
+  const std::int64_t d = si.head_dim, h = si.rotary_dim / 2;
+  const auto pos = g::positions(c, nt, std::int64_t{1} << 31);
+  const auto x = finite_input<D>(k.policy(D), si, nt * nh);
+  auto P = [&](const std::vector<double>& v) {
+    std::vector<double> r(v);
+    for (std::int64_t vec = 0; vec < nt * nh; ++vec)
+      for (std::int64_t j = 0; j < si.rotary_dim; ++j)
+        r[vec * d + j] = v[vec * d + (j < h ? 2 * j : 2 * (j - h) + 1)];
+    return r;
+  };
+  const auto yi = run<D>(k, c, si, nt, nh, pos, store_vec<D>(x));
+  const auto yh = run<D>(k, c, sh, nt, nh, pos, store_vec<D>(P(x)));
+  const auto Pyi = store_vec<D>(P(load_vec<D>(yi.data(), nt * nh * d)));
+  if (k.domain().layouts_bitwise_symmetric) {
+    for (std::size_t j = 0; j < yh.size(); ++j)
+      if (!same_bits(yh[j], Pyi[j]))
+        fail("K_half(Px)[" + std::to_string(j) + "] = " + hex(to_d<D>(yh[j])) +
+             " != (P K_interleaved(x)) = " + hex(to_d<D>(Pyi[j])) +
+             " bit for bit (declared bitwise symmetric) | " + ctx(si, pos));
+    return;
+  }
+  layouts_within_twice_the_bound<D>(k.policy(D), si, sh, nh, pos, x, yh, Pyi);
 }
 
 // Score bound term of pair i (= bounds::score_pair_abs, in MP): q's pair turned at position pq,
@@ -522,14 +612,14 @@ Mp score_pair_bound(const Policy& pol, const RopeSpec& s, std::int64_t i, std::i
 // 5. ScoresDependOnlyOnOffset: <K(q,m),K(k,n)> and <K(q,m+D),K(k,n+D)> (exact MP dot products of
 // the kernel outputs) each within the score bound of the exact s^2 q^T R_{n-m} k.
 template <Dtype D>
-void scores_depend_only_on_offset(const Kernel& k) {
+void scores_depend_only_on_offset(const Kernel& k, g::Context& c) {
   const Policy pol = k.policy(D);
-  const RopeSpec s = usable<D>(k);
+  const RopeSpec s = usable<D>(k, c);
   const std::int64_t L = std::int64_t{1} << 31;
-  const std::int64_t m = g::position(L), n = g::position(L);
+  const std::int64_t m = g::position(c, L), n = g::position(c, L);
   // Both shifted positions stay in the declared range.
-  const std::int64_t delta =
-      g::shift_within(std::min(m, n), g::shift_within(std::max(m, n), g::position(L), L), L);
+  const std::int64_t delta = g::shift_within(
+      c, std::min(m, n), g::shift_within(c, std::max(m, n), g::position(c, L), L), L);
   const auto qk = finite_input<D>(k.policy(D), s, 2);
   const std::int64_t d = s.head_dim;
   const std::vector<double> q(qk.begin(), qk.begin() + d), kv(qk.begin() + d, qk.end());
@@ -543,7 +633,7 @@ void scores_depend_only_on_offset(const Kernel& k) {
   for (std::int64_t j : pass_dims(s)) exact_pass += ex(q[j]) * ex(kv[j]);
   for (std::int64_t shift : {std::int64_t{0}, delta}) {
     const std::vector<std::int64_t> pos = {m + shift, n + shift};
-    const auto y = load_vec<D>(run<D>(k, s, 2, 1, pos, store_vec<D>(qk)).data(), 2 * d);
+    const auto y = load_vec<D>(run<D>(k, c, s, 2, 1, pos, store_vec<D>(qk)).data(), 2 * d);
     Mp got_rot = 0, got_pass = 0;
     Mp bound = 0;
     for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
@@ -563,55 +653,58 @@ void scores_depend_only_on_offset(const Kernel& k) {
 
 // ---------------------------------------------------------------------------------------------
 // 6. MatchesReferenceWithinBound: per pair ||got_p - exact_p|| <= bound(policy, position,
-// s||x_p||); per element |got_j - exact_j| <= P + ulp(|exact_j| + P)/2 (P: pre-storage bound), i.e.
-// the output is one of the correctly rounded neighbours except within the documented slack;
-// pass-through dims exact.
+// s||x_p||) (verify::PairChecker); per element |got_j - exact_j| <= P + ulp(|exact_j| + P)/2 (P:
+// pre-storage bound), i.e. the output is one of the correctly rounded neighbours except within the
+// documented slack; pass-through dims bit for bit.
+
+// The faithful-rounding half of property 6 for one pair: each element within P plus half an ulp of
+// its exact value.
 template <Dtype D>
-void matches_reference_within_bound(const Kernel& k) {
+void expect_faithful(const PairText& pt) {
+  const double P = pt.pc.bound(pt.p.pair, pt.position).pre_storage_abs(pt.p.scaled_norm);
+  for (std::int64_t j : {pt.p.elem_a, pt.p.elem_b}) {
+    const Mp err = abs(ex(pt.got[j]) - pt.exact[j]);
+    const double top = std::nextafter(std::fabs(dbl(pt.exact[j])) + P, INFINITY);
+    const double slack = P + reference::ulp(top, D) / 2;
+    if (!(err <= Mp(slack))) {
+      const auto [e, sl] = verify::fmt_apart(dbl(err), slack);
+      fail("element " + std::to_string(j) + " not faithfully rounded: |got - exact| = " + e +
+           " > P + ulp/2 = " + sl + "; " + pt.values());
+    }
+  }
+}
+
+template <Dtype D>
+void matches_reference_within_bound(const Kernel& k, g::Context& c) {
   const Policy pol = k.policy(D);
-  const RopeSpec s = usable<D>(k);
+  const RopeSpec s = usable<D>(k, c);
   std::int64_t nt = 0, nh = 0;  // not a structured binding: lambdas capture them (clang 14)
   std::tie(nt, nh) = g::counts(3, 2, s.head_dim);
   const std::int64_t d = s.head_dim;
-  std::vector<std::int64_t> pos;
-  for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
-  const auto x = finite_input<D>(k.policy(D), s, nt * nh);
-  const auto y = load_vec<D>(run<D>(k, s, nt, nh, pos, store_vec<D>(x)).data(), nt * nh * d);
+  const auto pos = g::positions(c, nt, std::int64_t{1} << 31);
+  const auto x = finite_input<D>(pol, s, nt * nh);
+  const auto y = load_vec<D>(run<D>(k, c, s, nt, nh, pos, store_vec<D>(x)).data(), nt * nh * d);
+  const verify::PairChecker pc(pol, s, D);
+  const std::string call = ctx(s, pos);
   for (std::int64_t t = 0; t < nt; ++t)
     for (std::int64_t h = 0; h < nh; ++h) {
       const std::int64_t off = (t * nh + h) * d;
-      const std::vector<double> xv(x.begin() + off, x.begin() + off + d);
-      const auto exact = reference::apply_blocked(s, Mp(pos[t]), xv);
-      for (std::int64_t j : pass_dims(s))
-        if (y[off + j] != xv[j])
-          fail("pass-through dim " + std::to_string(j) + " changed | " + ctx(s, pos));
-      for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
-        const auto [a, b] = s.pair(i);
-        const double sn = dbl(mag(s) * hyp(ex(xv[a]), ex(xv[b])));
-        const auto B = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[t]));
-        const Mp err = hyp(ex(y[off + a]) - exact[a], ex(y[off + b]) - exact[b]);
-        const double bound = B.abs(sn);
-        // Structured bindings are copied in: clang < 16 cannot capture them by reference.
-        auto where = [&, a = a, b = b] {
-          return "token " + std::to_string(t) + " head " + std::to_string(h) + " pair " +
-                 std::to_string(i) + " x=(" + hex(xv[a]) + "," + hex(xv[b]) + ") got=(" +
-                 hex(y[off + a]) + "," + hex(y[off + b]) + ") exact=(" + hex(dbl(exact[a])) + "," +
-                 hex(dbl(exact[b])) + ") | " + ctx(s, pos) + " | " + B.describe();
-        };
-        if (!(err <= Mp(bound)))
-          fail("pair error " + hex(dbl(err)) + " > bound " + hex(bound) + " (" +
-               std::to_string(sn > 0 ? dbl(err) / (sn * B.u) : INFINITY) + " u vs " +
-               std::to_string(B.total_u(sn)) + " u): " + where());
-        const double P = B.pre_storage_abs(sn);
-        for (auto j : {a, b}) {
-          const double ax = std::fabs(dbl(exact[j]));
-          const double top = std::nextafter(ax + P, INFINITY);
-          const double slack = P + reference::ulp(top, D) / 2;
-          if (!(abs(ex(y[off + j]) - exact[j]) <= Mp(slack)))
-            fail("element " + std::to_string(j) + " not faithfully rounded: |got-exact| = " +
-                 hex(dbl(abs(ex(y[off + j]) - exact[j]))) + " > P + ulp/2 = " + hex(slack) + ": " +
-                 where());
-        }
+      const double* xv = x.data() + off;
+      const double* got = y.data() + off;
+      const auto exact = reference::apply_blocked(s, Mp(pos[t]), std::vector<double>(xv, xv + d));
+      const verify::VectorCheck vc = verify::check_vector(pc, {pos[t]}, xv, got, exact);
+      verify::Location at;
+      at.token = t;
+      at.position = {pos[t]};
+      at.head = h;
+      for (std::int64_t j : vc.passthrough_changed) {
+        at.elem_a = j;
+        fail(at.text() + ": " + verify::explain_passthrough(j, got[j], xv[j], D) + " | " + call);
+      }
+      for (const verify::PairCheck& p : vc.pairs) {
+        const PairText pt{at, pc, p, static_cast<double>(pos[t]), xv, got, exact, call};
+        if (!p.within()) fail(pt.out_of_bound());
+        expect_faithful<D>(pt);
       }
     }
 }
@@ -620,21 +713,20 @@ void matches_reference_within_bound(const Kernel& k) {
 // 7. PassThroughIsExact: dims >= rotary_dim hold arbitrary bit patterns (incl. inf, NaN, -0,
 // subnormals) and come out bit for bit (NaN stays NaN); rotated dims finite.
 template <Dtype D>
-void pass_through_is_exact(const Kernel& k) {
+void pass_through_is_exact(const Kernel& k, g::Context& c) {
   g::SpecOptions o;
   o.force_partial = true;
-  const RopeSpec s = usable<D>(k, o);
+  const RopeSpec s = usable<D>(k, c, o);
   if (s.rotary_dim >= s.head_dim) discard("no partial rotary spec drawn");
   std::int64_t nt = 0, nh = 0;  // not a structured binding: lambdas capture them (clang 14)
   std::tie(nt, nh) = g::counts(3, 2, s.head_dim);
   const std::int64_t d = s.head_dim;
-  std::vector<std::int64_t> pos;
-  for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
+  const auto pos = g::positions(c, nt, std::int64_t{1} << 31);
   auto x = finite_input<D>(k.policy(D), s, nt * nh);
   for (std::int64_t v = 0; v < nt * nh; ++v)
     for (std::int64_t j : pass_dims(s)) x[v * d + j] = g::any_bits(D);
   const auto in = store_vec<D>(x);
-  const auto out = run<D>(k, s, nt, nh, pos, in);
+  const auto out = run<D>(k, c, s, nt, nh, pos, in);
   for (std::int64_t v = 0; v < nt * nh; ++v)
     for (std::int64_t j : pass_dims(s)) {
       const auto xi = in[v * d + j], yo = out[v * d + j];
@@ -685,34 +777,21 @@ TensorArgs strided_args(const Strided& st, const std::vector<std::int64_t>& pos,
   return a;
 }
 
-template <Dtype D>
-void apply_checked(const Kernel& k, const RopeSpec& s, const TensorArgs& a) {
-  count_shrink_call();
-  const KernelStatus r = k.apply(s, a);
-  if (r == KernelStatus::unsupported)
-    fail(std::string(kMismatch) +
-         "apply() returned UNSUPPORTED for a call inside the declared "
-         "domain (supports() accepted the spec): " +
-         describe(s));
-  if (r != KernelStatus::ok) fail("kernel returned error for " + describe(s));
-}
-
 // ---------------------------------------------------------------------------------------------
 // 8a. InputUntouched: out-of-place leaves the input buffer bit for bit unchanged, and writes
 // nothing outside its output elements (gaps between heads/tokens and guard regions).
 template <Dtype D>
-void input_untouched(const Kernel& k) {
-  const RopeSpec s = usable<D>(k);
+void input_untouched(const Kernel& k, g::Context& c) {
+  const RopeSpec s = usable<D>(k, c);
   const Strided st = gen_strided(s);
-  std::vector<std::int64_t> pos;
-  for (std::int64_t t = 0; t < st.nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
+  const auto pos = g::positions(c, st.nt, std::int64_t{1} << 31);
   const auto in0 =
       store_vec<D>(finite_input<D>(k.policy(D), s, (st.size() + s.head_dim - 1) / s.head_dim));
   std::vector<T<D>> in(in0.begin(), in0.begin() + st.size());
   const std::vector<T<D>> copy = in;
   const T<D> sentinel = to_st<D>(round_to_dtype(-1234.5678, D));
   std::vector<T<D>> out(static_cast<std::size_t>(st.size()), sentinel);
-  apply_checked<D>(k, s, strided_args<D>(st, pos, in.data(), out.data()));
+  apply_checked(k, c, s, strided_args<D>(st, pos, in.data(), out.data()));
   for (std::int64_t p = 0; p < st.size(); ++p) {
     if (!same_bits(in[p], copy[p]))
       fail("input element " + std::to_string(p - st.guard) + " modified | " + ctx(s, pos));
@@ -725,18 +804,17 @@ void input_untouched(const Kernel& k) {
 // 8b. InPlaceEqualsOutOfPlace: out == in gives the out-of-place result bit for bit, and leaves the
 // buffer's gaps alone.
 template <Dtype D>
-void in_place_equals_out_of_place(const Kernel& k) {
-  const RopeSpec s = usable<D>(k);
+void in_place_equals_out_of_place(const Kernel& k, g::Context& c) {
+  const RopeSpec s = usable<D>(k, c);
   const Strided st = gen_strided(s);
-  std::vector<std::int64_t> pos;
-  for (std::int64_t t = 0; t < st.nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
+  const auto pos = g::positions(c, st.nt, std::int64_t{1} << 31);
   const auto in0 =
       store_vec<D>(finite_input<D>(k.policy(D), s, (st.size() + s.head_dim - 1) / s.head_dim));
   const std::vector<T<D>> in(in0.begin(), in0.begin() + st.size());
   std::vector<T<D>> out(in.size(), to_st<D>(0.0));
-  apply_checked<D>(k, s, strided_args<D>(st, pos, in.data(), out.data()));
+  apply_checked(k, c, s, strided_args<D>(st, pos, in.data(), out.data()));
   std::vector<T<D>> buf = in;
-  apply_checked<D>(k, s, strided_args<D>(st, pos, buf.data(), buf.data()));
+  apply_checked(k, c, s, strided_args<D>(st, pos, buf.data(), buf.data()));
   for (std::int64_t p = 0; p < st.size(); ++p) {
     if (st.is_elem(p) && !same_bits(buf[p], out[p]))
       fail("in-place " + hex(to_d<D>(buf[p])) + " != out-of-place " + hex(to_d<D>(out[p])) +
@@ -751,21 +829,20 @@ void in_place_equals_out_of_place(const Kernel& k) {
 // 9. TokensAreIndependent: each (token, head) result equals the single-token single-head call bit
 // for bit, and permuting the tokens permutes the results.
 template <Dtype D>
-void tokens_are_independent(const Kernel& k) {
-  const RopeSpec s = usable<D>(k);
+void tokens_are_independent(const Kernel& k, g::Context& c) {
+  const RopeSpec s = usable<D>(k, c);
   std::int64_t nt = 0, nh = 0;
   std::tie(nt, nh) = g::counts(5, 3, s.head_dim, 1 << 12);
   nt = std::max<std::int64_t>(nt, 2);
   const std::int64_t d = s.head_dim;
-  std::vector<std::int64_t> pos;
-  for (std::int64_t t = 0; t < nt; ++t) pos.push_back(g::position(std::int64_t{1} << 31));
+  const auto pos = g::positions(c, nt, std::int64_t{1} << 31);
   const auto in = store_vec<D>(finite_input<D>(k.policy(D), s, nt * nh));
-  const auto out = run<D>(k, s, nt, nh, pos, in);
+  const auto out = run<D>(k, c, s, nt, nh, pos, in);
   for (std::int64_t t = 0; t < nt; ++t)
     for (std::int64_t h = 0; h < nh; ++h) {
       const std::int64_t off = (t * nh + h) * d;
       const std::vector<T<D>> one(in.begin() + off, in.begin() + off + d);
-      const auto single = run<D>(k, s, 1, 1, {pos[t]}, one);
+      const auto single = run<D>(k, c, s, 1, 1, {pos[t]}, one);
       for (std::int64_t j = 0; j < d; ++j)
         if (!same_bits(single[j], out[off + j]))
           fail("token " + std::to_string(t) + " head " + std::to_string(h) + " dim " +
@@ -781,7 +858,7 @@ void tokens_are_independent(const Kernel& k) {
     pin.insert(pin.end(), in.begin() + t * nh * d, in.begin() + (t + 1) * nh * d);
     ppos.push_back(pos[t]);
   }
-  const auto pout = run<D>(k, s, nt, nh, ppos, pin);
+  const auto pout = run<D>(k, c, s, nt, nh, ppos, pin);
   for (std::int64_t r = 0; r < nt; ++r)
     for (std::int64_t e = 0; e < nh * d; ++e)
       if (!same_bits(pout[r * nh * d + e], out[perm[r] * nh * d + e]))
@@ -791,15 +868,15 @@ void tokens_are_independent(const Kernel& k) {
 // ---------------------------------------------------------------------------------------------
 // 10. InverseUndoes: ||K(K(x,m),-m)_p - s^2 x_p|| <= composition bound; pass-through exact.
 template <Dtype D>
-void inverse_undoes(const Kernel& k) {
+void inverse_undoes(const Kernel& k, g::Context& c) {
   const Policy pol = k.policy(D);
-  const RopeSpec s = usable<D>(k);
+  const RopeSpec s = usable<D>(k, c);
   // m and -m both in the declared range.
-  const auto [lo, hi] = g::position_range(composition_limit(pol));
-  const std::int64_t m = g::position(std::max<std::int64_t>(0, std::min(hi, -lo)));
+  const auto [lo, hi] = g::position_range(c, composition_limit(pol));
+  const std::int64_t m = g::position(c, std::max<std::int64_t>(0, std::min(hi, -lo)));
   const auto x = finite_input<D>(k.policy(D), s, 1);
-  const auto z = run<D>(k, s, 1, 1, {m}, store_vec<D>(x));
-  const auto w = load_vec<D>(run<D>(k, s, 1, 1, {-m}, z).data(), s.head_dim);
+  const auto z = run<D>(k, c, s, 1, 1, {m}, store_vec<D>(x));
+  const auto w = load_vec<D>(run<D>(k, c, s, 1, 1, {-m}, z).data(), s.head_dim);
   const auto zd = load_vec<D>(z.data(), s.head_dim);
   for (std::int64_t j : pass_dims(s))
     if (w[j] != x[j]) fail("pass-through dim " + std::to_string(j) + " changed");
@@ -813,8 +890,8 @@ void inverse_undoes(const Kernel& k) {
     const double bound = bounds::composition_abs(Bm, xn, Bn, zn, magd(s));
     const Mp err = hyp(ex(w[a]) - s2 * ex(x[a]), ex(w[b]) - s2 * ex(x[b]));
     if (!(err <= Mp(bound)))
-      fail("pair " + std::to_string(i) + " |K(K(x,m),-m) - s^2 x| = " + hex(dbl(err)) +
-           " > bound " + hex(bound) + " | " + ctx(s, {m}));
+      fail("pair " + std::to_string(i) + " |K(K(x,m),-m) - s^2 x|: " +
+           exceeded(err, bound, xn * unit_roundoff(D)) + " | " + ctx(s, {m}));
   }
 }
 
@@ -825,24 +902,26 @@ void inverse_undoes(const Kernel& k) {
 
 // A multi-axis spec the kernel accepts (a few draws, then discard).
 template <Dtype D>
-RopeSpec usable_multi_axis(const Kernel& k, const g::SpecOptions& o, bool mrope_only) {
+RopeSpec usable_multi_axis(const Kernel& k, const g::Context& c, const g::SpecOptions& o,
+                           bool mrope_only) {
   for (int i = 0; i < 8; ++i) {
-    RopeSpec s = g::multi_axis_spec(o, mrope_only);
+    RopeSpec s = g::multi_axis_spec(c, o, mrope_only);
     if (k.supports(s, D)) return s;
   }
   std::vector<RopeSpec> fit;  // probed multi-axis specs the kernel accepted
-  for (const RopeSpec& t : g::domain_context().multi_axis)
+  for (const RopeSpec& t : c.domain.multi_axis)
     if (!mrope_only || t.layout != Layout::axial) fit.push_back(t);
   if (fit.empty()) discard("kernel supports none of the drawn multi-axis specs");
   return fit[g::pick<std::size_t>(0, fit.size() - 1)];
 }
 
 // Per-axis positions, distinct across axes (t != h != w) for every token.
-inline std::vector<std::int64_t> axis_positions(std::int64_t n_axes, std::int64_t limit) {
-  const auto [lo, hi] = g::position_range(limit);
+inline std::vector<std::int64_t> axis_positions(const g::Context& c, std::int64_t n_axes,
+                                                std::int64_t limit) {
+  const auto [lo, hi] = g::position_range(c, limit);
   std::vector<std::int64_t> p;
   for (std::int64_t a = 0; a < n_axes; ++a) {
-    std::int64_t v = g::position(limit);
+    std::int64_t v = g::position(c, limit);
     // One direction per axis, at most n_axes - 1 steps, inside the declared range: down unless
     // that could leave it. Alternating directions cycled forever once shrinking made two axes 0
     // and 1 (seen on a broken kernel).
@@ -866,31 +945,33 @@ inline reference::Positions mp_positions(const std::vector<std::int64_t>& p) {
 // the axis that drives it. Both against the exact value, so a kernel that reads the wrong axis
 // consistently (composition alone would hold) fails too.
 template <Dtype D>
-void composes_additively_per_axis(const Kernel& k) {
+void composes_additively_per_axis(const Kernel& k, g::Context& c) {
   const Policy pol = k.policy(D);
   g::SpecOptions o;
   o.force_unit_scale = true;
-  const RopeSpec s = usable_multi_axis<D>(k, o, false);
+  const RopeSpec s = usable_multi_axis<D>(k, c, o, false);
   const std::int64_t A = s.n_axes(), L = composition_limit(pol);
-  const auto p = axis_positions(A, L);
-  auto q = axis_positions(A, L);
+  const auto p = axis_positions(c, A, L);
+  auto q = axis_positions(c, A, L);
   std::vector<std::int64_t> pq;
   for (std::int64_t a = 0; a < A; ++a) {
-    q[a] = g::shift_within(p[a], q[a], L);  // q and p + q inside the declared range
+    q[a] = g::shift_within(c, p[a], q[a], L);  // q and p + q inside the declared range
     pq.push_back(p[a] + q[a]);
   }
   const auto x = finite_input<D>(pol, s, 1);
-  const auto z = run<D>(k, s, 1, 1, p, store_vec<D>(x), A);
-  const auto w = load_vec<D>(run<D>(k, s, 1, 1, q, z, A).data(), s.head_dim);
-  const auto v = load_vec<D>(run<D>(k, s, 1, 1, pq, store_vec<D>(x), A).data(), s.head_dim);
+  const auto z = run<D>(k, c, s, 1, 1, p, store_vec<D>(x), A);
+  const auto w = load_vec<D>(run<D>(k, c, s, 1, 1, q, z, A).data(), s.head_dim);
+  const auto v = load_vec<D>(run<D>(k, c, s, 1, 1, pq, store_vec<D>(x), A).data(), s.head_dim);
   const auto zd = load_vec<D>(z.data(), s.head_dim);
   const auto exact = reference::apply_blocked(s, mp_positions(pq), x);  // s R(p+q) x
-  const auto where = [&] {
-    return ctx(s, p) + " then " + ctx(s, q).substr(describe(s).size()) + " (per axis)";
-  };
+  const std::string call =
+      ctx(s, p) + " then " + ctx(s, q).substr(describe(s).size()) + " (per axis)";
   for (std::int64_t j : pass_dims(s))
     if (!(w[j] == x[j] && v[j] == x[j]))
-      fail("pass-through dim " + std::to_string(j) + " changed | " + where());
+      fail("pass-through dim " + std::to_string(j) + " changed | " + call);
+  const verify::PairChecker pc(pol, s, D);
+  verify::Location at;
+  at.position = pq;
   const Mp sm = mag(s);
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [ia, ib] = s.pair(i);
@@ -899,18 +980,16 @@ void composes_additively_per_axis(const Kernel& k) {
     const double zn = dbl(sm * hyp(ex(zd[ia]), ex(zd[ib])));
     const auto Bp = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(p[ax]));
     const auto Bq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(q[ax]));
-    const auto Bpq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pq[ax]));
     const double bc = bounds::composition_abs(Bp, xn, Bq, zn, magd(s));
     const Mp ec = hyp(ex(w[ia]) - sm * exact[ia], ex(w[ib]) - sm * exact[ib]);
     if (!(ec <= Mp(bc)))
       fail("pair " + std::to_string(i) + " (axis " + std::to_string(ax) +
-           ") |K(K(x,p),q) - s^2 R(p+q) x| = " + hex(dbl(ec)) + " > bound " + hex(bc) + " | " +
-           where());
-    const Mp e1 = hyp(ex(v[ia]) - exact[ia], ex(v[ib]) - exact[ib]);
-    if (!(e1 <= Mp(Bpq.abs(xn))))
-      fail("pair " + std::to_string(i) + " (axis " + std::to_string(ax) +
-           ") |K(x,p+q) - s R(p+q) x| = " + hex(dbl(e1)) + " > bound " + hex(Bpq.abs(xn)) + " | " +
-           where());
+           ") |K(K(x,p),q) - s^2 R(p+q) x|: " + exceeded(ec, bc, xn * pc.u()) + " | " + call);
+    const auto m = static_cast<double>(pq[ax]);
+    const verify::PairCheck pr = pc.check(i, m, x[ia], x[ib], v[ia], v[ib], exact[ia], exact[ib]);
+    if (!pr.within())
+      fail("K(x,p+q) against s R(p+q) x, axis " + std::to_string(ax) + ": " +
+           PairText{at, pc, pr, m, x.data(), v.data(), exact, call}.out_of_bound());
   }
 }
 
@@ -918,15 +997,15 @@ void composes_additively_per_axis(const Kernel& k) {
 // (different on each axis), each within the score bound of the exact s^2 q^T R(p'-p) k, where
 // R(p'-p) turns each pair by its own axis' offset.
 template <Dtype D>
-void scores_depend_only_on_axis_offsets(const Kernel& k) {
+void scores_depend_only_on_axis_offsets(const Kernel& k, g::Context& c) {
   const Policy pol = k.policy(D);
-  const RopeSpec s = usable_multi_axis<D>(k, g::SpecOptions{}, false);
+  const RopeSpec s = usable_multi_axis<D>(k, c, g::SpecOptions{}, false);
   const std::int64_t A = s.n_axes(), L = std::int64_t{1} << 31, d = s.head_dim;
-  const auto pm = axis_positions(A, L), pn = axis_positions(A, L);
-  auto delta = axis_positions(A, L);
+  const auto pm = axis_positions(c, A, L), pn = axis_positions(c, A, L);
+  auto delta = axis_positions(c, A, L);
   for (std::int64_t a = 0; a < A; ++a)  // shifted positions inside the declared range
-    delta[a] = g::shift_within(std::min(pm[a], pn[a]),
-                               g::shift_within(std::max(pm[a], pn[a]), delta[a], L), L);
+    delta[a] = g::shift_within(c, std::min(pm[a], pn[a]),
+                               g::shift_within(c, std::max(pm[a], pn[a]), delta[a], L), L);
   const auto qk = finite_input<D>(pol, s, 2);
   const std::vector<double> q(qk.begin(), qk.begin() + d), kv(qk.begin() + d, qk.end());
   std::vector<std::int64_t> off;
@@ -942,7 +1021,7 @@ void scores_depend_only_on_axis_offsets(const Kernel& k) {
     std::vector<std::int64_t> pos;  // token 0 (q) then token 1 (k), A positions each
     for (std::int64_t a = 0; a < A; ++a) pos.push_back(pm[a] + (shifted ? delta[a] : 0));
     for (std::int64_t a = 0; a < A; ++a) pos.push_back(pn[a] + (shifted ? delta[a] : 0));
-    const auto y = load_vec<D>(run<D>(k, s, 2, 1, pos, store_vec<D>(qk), A).data(), 2 * d);
+    const auto y = load_vec<D>(run<D>(k, c, s, 2, 1, pos, store_vec<D>(qk), A).data(), 2 * d);
     Mp got_rot = 0, got_pass = 0, bound = 0;
     for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
       const auto [a, b] = s.pair(i);
@@ -964,8 +1043,8 @@ void scores_depend_only_on_axis_offsets(const Kernel& k) {
 // 1-D RoPE (half layout, same ladder, scaling and magnitude) at m, bit for bit: the section
 // assignment only chooses which (equal) position a pair reads.
 template <Dtype D>
-void equal_axes_reduce_to_one_dimensional(const Kernel& k) {
-  const RopeSpec s = usable_multi_axis<D>(k, g::SpecOptions{}, true);
+void equal_axes_reduce_to_one_dimensional(const Kernel& k, g::Context& c) {
+  const RopeSpec s = usable_multi_axis<D>(k, c, g::SpecOptions{}, true);
   RopeSpec h = s;
   h.layout = Layout::half;
   h.sections.clear();
@@ -976,12 +1055,12 @@ void equal_axes_reduce_to_one_dimensional(const Kernel& k) {
   const std::int64_t A = s.n_axes();
   std::vector<std::int64_t> p1, p3;
   for (std::int64_t t = 0; t < nt; ++t) {
-    p1.push_back(g::position(std::int64_t{1} << 31));
+    p1.push_back(g::position(c, std::int64_t{1} << 31));
     for (std::int64_t a = 0; a < A; ++a) p3.push_back(p1.back());
   }
   const auto in = store_vec<D>(finite_input<D>(k.policy(D), s, nt * nh));
-  const auto y1 = run<D>(k, h, nt, nh, p1, in);
-  const auto y3 = run<D>(k, s, nt, nh, p3, in, A);
+  const auto y1 = run<D>(k, c, h, nt, nh, p1, in);
+  const auto y3 = run<D>(k, c, s, nt, nh, p3, in, A);
   for (std::size_t j = 0; j < y1.size(); ++j)
     if (!same_bits(y1[j], y3[j]))
       fail("element " + std::to_string(j) + ": " + describe(s) + " with t = h = w gives " +
@@ -990,37 +1069,38 @@ void equal_axes_reduce_to_one_dimensional(const Kernel& k) {
 
 // ---------------------------------------------------------------------------------------------
 
+// The property as RapidCheck runs it: each call draws one case. k and c outlive the check.
 template <Dtype D>
-std::function<void()> body(Property p, const Kernel& k) {
+std::function<void()> body(Property p, const Kernel& k, g::Context& c) {
   switch (p) {
     case Property::PreservesNorm:
-      return [&k] { preserves_norm<D>(k); };
+      return [&k, &c] { preserves_norm<D>(k, c); };
     case Property::ZeroPositionIsIdentity:
-      return [&k] { zero_position_is_identity<D>(k); };
+      return [&k, &c] { zero_position_is_identity<D>(k, c); };
     case Property::ComposesAdditively:
-      return [&k] { composes_additively<D>(k); };
+      return [&k, &c] { composes_additively<D>(k, c); };
     case Property::LayoutsArePermutations:
-      return [&k] { layouts_are_permutations<D>(k); };
+      return [&k, &c] { layouts_are_permutations<D>(k, c); };
     case Property::ScoresDependOnlyOnOffset:
-      return [&k] { scores_depend_only_on_offset<D>(k); };
+      return [&k, &c] { scores_depend_only_on_offset<D>(k, c); };
     case Property::MatchesReferenceWithinBound:
-      return [&k] { matches_reference_within_bound<D>(k); };
+      return [&k, &c] { matches_reference_within_bound<D>(k, c); };
     case Property::PassThroughIsExact:
-      return [&k] { pass_through_is_exact<D>(k); };
+      return [&k, &c] { pass_through_is_exact<D>(k, c); };
     case Property::InputUntouched:
-      return [&k] { input_untouched<D>(k); };
+      return [&k, &c] { input_untouched<D>(k, c); };
     case Property::InPlaceEqualsOutOfPlace:
-      return [&k] { in_place_equals_out_of_place<D>(k); };
+      return [&k, &c] { in_place_equals_out_of_place<D>(k, c); };
     case Property::TokensAreIndependent:
-      return [&k] { tokens_are_independent<D>(k); };
+      return [&k, &c] { tokens_are_independent<D>(k, c); };
     case Property::InverseUndoes:
-      return [&k] { inverse_undoes<D>(k); };
+      return [&k, &c] { inverse_undoes<D>(k, c); };
     case Property::ComposesAdditivelyPerAxis:
-      return [&k] { composes_additively_per_axis<D>(k); };
+      return [&k, &c] { composes_additively_per_axis<D>(k, c); };
     case Property::ScoresDependOnlyOnAxisOffsets:
-      return [&k] { scores_depend_only_on_axis_offsets<D>(k); };
+      return [&k, &c] { scores_depend_only_on_axis_offsets<D>(k, c); };
     case Property::EqualAxesReduceToOneDimensional:
-      return [&k] { equal_axes_reduce_to_one_dimensional<D>(k); };
+      return [&k, &c] { equal_axes_reduce_to_one_dimensional<D>(k, c); };
   }
   return {};
 }
@@ -1132,14 +1212,17 @@ std::optional<std::string> not_applicable(Property p, const g::DomainContext& c)
   return std::nullopt;
 }
 
-Verdict run_check(const std::function<void()>& f, const std::string& id, const Options& o);
+// RapidCheck's run of f (properties.cpp): the verdict; arms `shrink` when shrinking starts.
+Verdict run_check(const std::function<void()>& f, const std::string& id, const Options& o,
+                  g::ShrinkBudget& shrink);
 
 template <Dtype D>
 Verdict check_dtype(Property p, const Kernel& k, const Options& o) {
   reference::set_precision_bits(reference::default_bits(D));
-  g::variant_config() = {o.variants, o.focus_scaling, o.focus_layout};
-  g::domain_context() = probe_domain<D>(k);
-  const g::DomainContext& c = g::domain_context();
+  g::Context ctx;
+  ctx.variants = {o.variants, o.focus_scaling, o.focus_layout};
+  ctx.domain = probe_domain<D>(k);
+  const g::DomainContext& c = ctx.domain;
   if (c.full.empty() && c.partial.empty() && c.multi_axis.empty()) {
     // Nothing of the probe grid is accepted: no case can be drawn. Not a property of the
     // declaration (it names the dtype), so a coverage failure, never a silent pass.
@@ -1158,7 +1241,7 @@ Verdict check_dtype(Property p, const Kernel& k, const Options& o) {
     return v;
   }
   const std::string id = o.id.empty() ? test_id("Properties", k.name(), D, p) : o.id;
-  return run_check(body<D>(p, k), id, o);
+  return run_check(body<D>(p, k, ctx), id, o, ctx.shrink);
 }
 
 }  // namespace ropecheck::properties::detail

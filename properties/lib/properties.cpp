@@ -102,19 +102,65 @@ namespace {
 // configuration" line, no reproduce map) and the caller decides what to show.
 class Quiet final : public rc::detail::TestListener {
  public:
+  explicit Quiet(gen::ShrinkBudget& shrink) : shrink_(shrink) {}
   // The first failing case starts the shrinking: arm the budget of kernel calls.
   void onTestCaseFinished(const rc::detail::CaseDescription& d) override {
-    if (d.result.type == rc::detail::CaseResult::Type::Failure)
-      gen::shrink_budget().shrinking = true;
+    if (d.result.type == rc::detail::CaseResult::Type::Failure) shrink_.shrinking = true;
   }
   void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+
+ private:
+  gen::ShrinkBudget& shrink_;
 };
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+// RapidCheck's result as a Verdict. budget: the cases asked for (0: RC_PARAMS decided);
+// max_success: RapidCheck's parameter as this driver set it.
+Verdict to_verdict(const rc::detail::TestResult& r, int budget, int max_success,
+                   bool shrink_spent) {
+  using namespace rc::detail;
+  Verdict v;
+  v.budget = budget;
+  if (r.template is<SuccessResult>()) {
+    v.status = Status::passed;
+    v.cases = r.template get<SuccessResult>().numSuccess;
+    if (budget == 0) v.budget = v.cases;
+    return v;
+  }
+  std::ostringstream full;
+  printResultMessage(r, full);
+  v.details = full.str();
+  if (r.template is<FailureResult>()) {
+    const auto& fr = r.template get<FailureResult>();
+    v.cases = fr.numSuccess;
+    v.message = fr.description;
+    v.shrink_budget_spent = shrink_spent;
+    v.status = Status::failed;
+    if (starts_with(v.message, kMismatchPrefix)) v.status = Status::mismatch;
+    if (starts_with(v.message, kNonFinitePrefix)) v.non_finite = true;
+    return v;
+  }
+  if (r.template is<GaveUpResult>()) {
+    const auto& gr = r.template get<GaveUpResult>();
+    v.status = Status::gave_up;
+    v.cases = gr.numSuccess;
+    v.message = "coverage: only " + std::to_string(gr.numSuccess) + " of " +
+                std::to_string(v.budget ? v.budget : max_success) +
+                " cases could be drawn inside the declared domain (too many discarded; last "
+                "reason: " +
+                gr.description + ")";
+    return v;
+  }
+  v.status = Status::failed;  // an error of the engine itself
+  v.message = full.str();
+  return v;
+}
 }  // namespace
 
-Verdict run_check(const std::function<void()>& f, const std::string& id, const Options& o) {
+Verdict run_check(const std::function<void()>& f, const std::string& id, const Options& o,
+                  gen::ShrinkBudget& shrink) {
   using namespace rc::detail;
   TestMetadata md;
   md.id = id;
@@ -127,47 +173,13 @@ Verdict run_check(const std::function<void()>& f, const std::string& id, const O
     if (o.max_success) params.maxSuccess = *o.max_success;
     if (o.seed) params.seed = *o.seed;
     params.disableShrinking = !o.shrink;
-    Quiet quiet;
-    gen::shrink_budget() = {false, o.max_shrink_calls, 0, false};
+    Quiet quiet(shrink);
+    shrink = {false, o.max_shrink_calls, 0, false};
     auto result = checkProperty(toProperty(f), md, params, quiet, {});
-    gen::shrink_budget().shrinking = false;
+    shrink.shrinking = false;
     return result;
   }();
-  Verdict v;
-  v.budget = explicit_params ? params.maxSuccess : 0;
-  if (r.template is<SuccessResult>()) {
-    v.status = Status::passed;
-    v.cases = r.template get<SuccessResult>().numSuccess;
-    if (!explicit_params) v.budget = v.cases;
-    return v;
-  }
-  std::ostringstream full;
-  printResultMessage(r, full);
-  v.details = full.str();
-  if (r.template is<FailureResult>()) {
-    const auto& fr = r.template get<FailureResult>();
-    v.cases = fr.numSuccess;
-    v.message = fr.description;
-    v.shrink_budget_spent = gen::shrink_budget().spent;
-    v.status = Status::failed;
-    if (starts_with(v.message, kMismatchPrefix)) v.status = Status::mismatch;
-    if (starts_with(v.message, kNonFinitePrefix)) v.non_finite = true;
-    return v;
-  }
-  if (r.template is<GaveUpResult>()) {
-    const auto& gr = r.template get<GaveUpResult>();
-    v.status = Status::gave_up;
-    v.cases = gr.numSuccess;
-    v.message = "coverage: only " + std::to_string(gr.numSuccess) + " of " +
-                std::to_string(v.budget ? v.budget : params.maxSuccess) +
-                " cases could be drawn inside the declared domain (too many discarded; last "
-                "reason: " +
-                gr.description + ")";
-    return v;
-  }
-  v.status = Status::failed;  // an error of the engine itself
-  v.message = full.str();
-  return v;
+  return to_verdict(r, explicit_params ? params.maxSuccess : 0, params.maxSuccess, shrink.spent);
 }
 
 }  // namespace detail

@@ -5,7 +5,7 @@
 //     (f32, f16, bf16 storage; unscaled, linear and freq_factors specs);
 //   - the same kernel declared hf_f32 fails MatchesReferenceWithinBound: the false alarm an honest
 //     ggml kernel got before the recipe existed (its angle error is ~3x the hf_f32 angle bound at
-//     position 4095, base 1e4, head_dim 128; bounds_test has the numbers);
+//     position 4095, base 1e4, head_dim 128; src/bounds/tests/bounds_test.cpp has the numbers);
 //   - broken ladders declared ladder_f32 fail: theta_scale over n_dims + 2, the sin sign flipped.
 // Case count: RC_PARAMS from CMake for the passing gate (the suite's default), fixed seeds for the
 // must-fail checks.
@@ -191,7 +191,7 @@ INSTANTIATE_TEST_SUITE_P(RecipeLadder, HonestLadder,
                          testing::Values(Dtype::f32, Dtype::f16, Dtype::bf16),
                          [](const testing::TestParamInfo<Dtype>& i) { return name(i.param); });
 
-// The issue's false alarm, demonstrated: the honest ladder declared as the HF recipe is flagged.
+// The false alarm, demonstrated: the honest ladder declared as the HF recipe is flagged.
 TEST(RecipeLadder, HonestLadderDeclaredHfF32FailsMatchesReference) {
   const auto p = P::Property::MatchesReferenceWithinBound;
   const auto v = P::check(p, kHonestAsHf, Dtype::f32, must_fail_options(kHonestAsHf, p));
@@ -200,8 +200,8 @@ TEST(RecipeLadder, HonestLadderDeclaredHfF32FailsMatchesReference) {
             << "\n";
 }
 
-// The issue's case without a generator: base 1e4, head_dim 128, f32, position 4095. Each pair's
-// error against the MP reference, over the pair bound of each declaration.
+// The false alarm's case without a generator: base 1e4, head_dim 128, f32, position 4095. Each
+// pair's error against the MP reference, over the pair bound of each declaration.
 TEST(RecipeLadder, IssueCaseAtPosition4095) {
   namespace ref = ropecheck::reference;
   ref::set_precision_bits(ref::default_bits(Dtype::f32));

@@ -1,4 +1,4 @@
-// Seed systems (seeds 002/004): the additive sinusoidal position encoding as the negative control
+// Seed systems: the additive sinusoidal position encoding as the negative control
 // of ScoresDependOnlyOnOffset, a generic group-representation checker, and the attention-matrix
 // (Toeplitz) view with an unrotated V. All exact comparisons are at the reference's MP precision;
 // "equal" means a residual below 2^-(precision-20) times the magnitudes involved: every quantity
@@ -42,7 +42,7 @@ class Seeds : public testing::Test {
 class AdditiveSinusoidal final : public ropecheck::Kernel {
  public:
   std::string name() const override { return "additive_sinusoidal"; }
-  std::string description() const override { return "x + PE(m) (seed 002 negative control)"; }
+  std::string description() const override { return "x + PE(m) (negative control)"; }
   ropecheck::Policy policy(Dtype) const override {
     return {Dtype::f64, Dtype::f64, Dtype::f64, ropecheck::AngleRecipe::pow_product, false, ""};
   }

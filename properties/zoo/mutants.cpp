@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "ropecheck/reference/reference.hpp"
 
@@ -61,70 +62,88 @@ class ZooKernel final : public Kernel {
   KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
     if (!supports(s, a.dtype) || a.n_axes != 1 || a.real_positions)
       return KernelStatus::unsupported;
-    const Dtype d = a.dtype;
-    const std::int64_t rd = s.rotary_dim, hd = s.head_dim;
-    const std::int64_t esize = traits(d).bytes;
+    const std::int64_t esize = traits(a.dtype).bytes;
     for (std::int64_t t = 0; t < a.n_tokens; ++t) {
-      double m = static_cast<double>(a.positions[k_.first_position_only ? 0 : t]) +
-                 static_cast<double>(k_.position_offset);
-      if (k_.position_rounding == 1) m = round_to_dtype(m, Dtype::f16);
-      if (k_.position_rounding == 2) m = round_to_dtype(m, Dtype::bf16);
+      const double m = position(a, t);
       for (std::int64_t h = 0; h < a.n_heads; ++h) {
         const std::int64_t off = t * a.token_stride + h * a.head_stride;
         const void* in = static_cast<const char*>(a.in) + off * esize;
         void* out = static_cast<char*>(a.out) + off * esize;
-        std::int64_t n_pairs = rd / 2;
-        if (k_.pass_through == 2) n_pairs = hd / 2;  // rotates pass-through dims as more pairs
-        std::vector<double> results(static_cast<std::size_t>(hd));
-        for (std::int64_t i = 0; i < n_pairs; ++i) {
-          auto [ia, ib] = s.pair(i);
-          if (k_.half_pairing_always) ia = i, ib = i + rd / 2;
-          if (i >= rd / 2) ia = 2 * i, ib = 2 * i + 1;  // only for pass_through == 2
-          const double xa = load(d, in, ia), xb0 = load(d, in, ib);
-          if (k_.skip_last_pair && i == rd / 2 - 1) {
-            store(d, out, ia, xa);
-            store(d, out, ib, xb0);
-            continue;
-          }
-          double denom = static_cast<double>(rd);
-          if (k_.exponent_denominator == 1) denom = static_cast<double>(hd);
-          if (k_.exponent_denominator == 2 && rd > 2) denom = static_cast<double>(rd - 2);
-          double theta = std::pow(s.base, -2.0 * static_cast<double>(i) / denom);
-          if (k_.inv_freq_bf16) theta = round_to_dtype(theta, Dtype::bf16);
-          const double ang = m * theta;
-          double c = k_.fast_trig ? fast_cos(ang) : std::cos(ang);
-          double sn = k_.fast_trig ? fast_sin(ang) : std::sin(ang);
-          if (k_.table_bf16)
-            c = round_to_dtype(c, Dtype::bf16), sn = round_to_dtype(sn, Dtype::bf16);
-          if (k_.flip_sin) sn = -sn;
-          const double sc = k_.scale_twice ? s.scale * s.scale : s.scale;
-          const double ya = sc * (xa * c - xb0 * sn);
-          store(d, out, ia, round_to_dtype(ya, d));
-          // The aliasing bug: re-reads x_a after out_a was written (same address when in-place).
-          const double xa2 = k_.in_place_alias ? load(d, in, ia) : xa;
-          const double yb = sc * (xa2 * sn + xb0 * c);
-          store(d, out, ib, round_to_dtype(yb, d));
-          results[ia] = round_to_dtype(ya, d);
-          results[ib] = round_to_dtype(yb, d);
-        }
-        const std::int64_t first_pass = k_.pass_through == 2 ? 2 * n_pairs : rd;
-        for (std::int64_t j = first_pass; j < hd; ++j) {
-          if (k_.pass_through == 1)
-            store(d, out, j, 0.0);
-          else if (in != out)
-            std::memcpy(static_cast<char*>(out) + j * esize,
-                        static_cast<const char*>(in) + j * esize, static_cast<std::size_t>(esize));
-        }
-        if (k_.input_scratch && a.in != a.out) {
-          // Uses the input as scratch: leaves rotated values behind in the caller's input.
-          for (std::int64_t i = 0; i < rd; ++i) store(d, const_cast<void*>(in), i, results[i]);
-        }
+        rotate(s, a.dtype, m, in, out, a.in == a.out);
       }
     }
     return KernelStatus::ok;
   }
 
  private:
+  // Token t's position, with the position knobs.
+  double position(const TensorArgs& a, std::int64_t t) const {
+    double m = static_cast<double>(a.positions[k_.first_position_only ? 0 : t]) +
+               static_cast<double>(k_.position_offset);
+    if (k_.position_rounding == 1) m = round_to_dtype(m, Dtype::f16);
+    if (k_.position_rounding == 2) m = round_to_dtype(m, Dtype::bf16);
+    return m;
+  }
+
+  // cos and sin of pair i's angle at position m, with the ladder and trig knobs.
+  std::pair<double, double> cos_sin(const RopeSpec& s, std::int64_t i, double m) const {
+    const std::int64_t rd = s.rotary_dim, hd = s.head_dim;
+    double denom = static_cast<double>(rd);
+    if (k_.exponent_denominator == 1) denom = static_cast<double>(hd);
+    if (k_.exponent_denominator == 2 && rd > 2) denom = static_cast<double>(rd - 2);
+    double theta = std::pow(s.base, -2.0 * static_cast<double>(i) / denom);
+    if (k_.inv_freq_bf16) theta = round_to_dtype(theta, Dtype::bf16);
+    const double ang = m * theta;
+    double c = k_.fast_trig ? fast_cos(ang) : std::cos(ang);
+    double sn = k_.fast_trig ? fast_sin(ang) : std::sin(ang);
+    if (k_.table_bf16) c = round_to_dtype(c, Dtype::bf16), sn = round_to_dtype(sn, Dtype::bf16);
+    if (k_.flip_sin) sn = -sn;
+    return {c, sn};
+  }
+
+  // One head vector at position m, with the pairing, pass-through and aliasing knobs.
+  void rotate(const RopeSpec& s, Dtype d, double m, const void* in, void* out,
+              bool in_place) const {
+    const std::int64_t rd = s.rotary_dim, hd = s.head_dim;
+    const std::int64_t esize = traits(d).bytes;
+    std::int64_t n_pairs = rd / 2;
+    if (k_.pass_through == 2) n_pairs = hd / 2;  // rotates pass-through dims as more pairs
+    std::vector<double> results(static_cast<std::size_t>(hd));
+    for (std::int64_t i = 0; i < n_pairs; ++i) {
+      auto [ia, ib] = s.pair(i);
+      if (k_.half_pairing_always) ia = i, ib = i + rd / 2;
+      if (i >= rd / 2) ia = 2 * i, ib = 2 * i + 1;  // only for pass_through == 2
+      const double xa = load(d, in, ia), xb0 = load(d, in, ib);
+      if (k_.skip_last_pair && i == rd / 2 - 1) {
+        store(d, out, ia, xa);
+        store(d, out, ib, xb0);
+        continue;
+      }
+      const auto [c, sn] = cos_sin(s, i, m);
+      const double sc = k_.scale_twice ? s.scale * s.scale : s.scale;
+      const double ya = sc * (xa * c - xb0 * sn);
+      store(d, out, ia, round_to_dtype(ya, d));
+      // The aliasing bug: re-reads x_a after out_a was written (same address when in-place).
+      const double xa2 = k_.in_place_alias ? load(d, in, ia) : xa;
+      const double yb = sc * (xa2 * sn + xb0 * c);
+      store(d, out, ib, round_to_dtype(yb, d));
+      results[ia] = round_to_dtype(ya, d);
+      results[ib] = round_to_dtype(yb, d);
+    }
+    const std::int64_t first_pass = k_.pass_through == 2 ? 2 * n_pairs : rd;
+    for (std::int64_t j = first_pass; j < hd; ++j) {
+      if (k_.pass_through == 1)
+        store(d, out, j, 0.0);
+      else if (in != out)
+        std::memcpy(static_cast<char*>(out) + j * esize, static_cast<const char*>(in) + j * esize,
+                    static_cast<std::size_t>(esize));
+    }
+    if (k_.input_scratch && !in_place) {
+      // Uses the input as scratch: leaves rotated values behind in the caller's input.
+      for (std::int64_t i = 0; i < rd; ++i) store(d, const_cast<void*>(in), i, results[i]);
+    }
+  }
+
   std::string name_;
   Knobs k_;
 };
@@ -163,6 +182,22 @@ class ScaledZooKernel final : public Kernel {
     if (k_.longrope_ge && sc.kind == ScalingKind::longrope &&
         sc.seq_len == sc.original_max_position_embeddings)
       s.scaling.seq_len = sc.original_max_position_embeddings + 1;  // takes the long factors
+    const std::vector<double> theta = thetas(s);
+    const double scale = magnitude(spec, s);
+    const std::int64_t esize = traits(a.dtype).bytes;
+    for (std::int64_t t = 0; t < a.n_tokens; ++t)
+      for (std::int64_t h = 0; h < a.n_heads; ++h) {
+        const std::int64_t off = t * a.token_stride + h * a.head_stride;
+        const void* in = static_cast<const char*>(a.in) + off * esize;
+        void* out = static_cast<char*>(a.out) + off * esize;
+        rotate(s, theta, scale, a, t, in, out);
+      }
+    return KernelStatus::ok;
+  }
+
+ private:
+  // theta'_i of the spec (rounded once to f64), or with the section-ladder knob the axial ladder.
+  std::vector<double> thetas(const RopeSpec& s) const {
     std::vector<double> theta;
     for (const auto& t : reference::inv_freqs(s)) theta.push_back(t.convert_to<double>());
     if (k_.mrope_section_ladders && (s.layout == Layout::mrope || s.layout == Layout::imrope)) {
@@ -174,6 +209,13 @@ class ScaledZooKernel final : public Kernel {
           theta[static_cast<std::size_t>(i)] =
               std::pow(s.base, -2.0 * static_cast<double>(j) / static_cast<double>(2 * sec));
     }
+    return theta;
+  }
+
+  // The magnitude s (scale times attention factor), with the attention-factor knobs. spec: as
+  // called; s: as the kernel reads it.
+  double magnitude(const RopeSpec& spec, const RopeSpec& s) const {
+    const Scaling& sc = spec.scaling;
     double scale = reference::magnitude(s).convert_to<double>();
     const bool has_af = (sc.kind == ScalingKind::yarn || sc.kind == ScalingKind::longrope);
     if (k_.drop_attention_factor && has_af) scale = spec.scale;
@@ -192,40 +234,36 @@ class ScaledZooKernel final : public Kernel {
         scale = spec.scale * af * af;
       }
     }
-    const Dtype d = a.dtype;
-    const std::int64_t esize = traits(d).bytes;
-    for (std::int64_t t = 0; t < a.n_tokens; ++t)
-      for (std::int64_t h = 0; h < a.n_heads; ++h) {
-        const std::int64_t off = t * a.token_stride + h * a.head_stride;
-        const void* in = static_cast<const char*>(a.in) + off * esize;
-        void* out = static_cast<char*>(a.out) + off * esize;
-        std::vector<double> x(static_cast<std::size_t>(s.head_dim));
-        for (std::int64_t j = 0; j < s.head_dim; ++j) x[j] = load(d, in, j);
-        for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
-          auto [ia, ib] = s.pair(i);
-          if (k_.neox_pairing_multi_axis && is_multi_axis(s.layout))
-            ia = i, ib = i + s.rotary_dim / 2;
-          std::int64_t ax = a.n_axes == 1 ? 0 : s.pair_axis(i);
-          if (k_.swap_h_w && a.n_axes == 3 && ax > 0) ax = 3 - ax;
-          if (k_.t_for_all_axes) ax = 0;
-          const double m = a.real_positions ? a.real_positions[t * a.n_axes + ax]
-                                            : static_cast<double>(a.positions[t * a.n_axes + ax]);
-          const double ang = m * theta[static_cast<std::size_t>(i)];
-          const double c = std::cos(ang), sn = std::sin(ang);
-          store(d, out, ia, round_to_dtype(scale * (x[ia] * c - x[ib] * sn), d));
-          store(d, out, ib, round_to_dtype(scale * (x[ia] * sn + x[ib] * c), d));
-        }
-        if (in != out)
-          for (std::int64_t j = 0; j < s.head_dim; ++j)
-            if (s.is_passthrough(j))
-              std::memcpy(static_cast<char*>(out) + j * esize,
-                          static_cast<const char*>(in) + j * esize,
-                          static_cast<std::size_t>(esize));
-      }
-    return KernelStatus::ok;
+    return scale;
   }
 
- private:
+  // Token t's head vector, with the pairing and axis knobs.
+  void rotate(const RopeSpec& s, const std::vector<double>& theta, double scale,
+              const TensorArgs& a, std::int64_t t, const void* in, void* out) const {
+    const Dtype d = a.dtype;
+    const std::int64_t esize = traits(d).bytes;
+    std::vector<double> x(static_cast<std::size_t>(s.head_dim));
+    for (std::int64_t j = 0; j < s.head_dim; ++j) x[j] = load(d, in, j);
+    for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+      auto [ia, ib] = s.pair(i);
+      if (k_.neox_pairing_multi_axis && is_multi_axis(s.layout)) ia = i, ib = i + s.rotary_dim / 2;
+      std::int64_t ax = a.n_axes == 1 ? 0 : s.pair_axis(i);
+      if (k_.swap_h_w && a.n_axes == 3 && ax > 0) ax = 3 - ax;
+      if (k_.t_for_all_axes) ax = 0;
+      const double m = a.real_positions ? a.real_positions[t * a.n_axes + ax]
+                                        : static_cast<double>(a.positions[t * a.n_axes + ax]);
+      const double ang = m * theta[static_cast<std::size_t>(i)];
+      const double c = std::cos(ang), sn = std::sin(ang);
+      store(d, out, ia, round_to_dtype(scale * (x[ia] * c - x[ib] * sn), d));
+      store(d, out, ib, round_to_dtype(scale * (x[ia] * sn + x[ib] * c), d));
+    }
+    if (in != out)
+      for (std::int64_t j = 0; j < s.head_dim; ++j)
+        if (s.is_passthrough(j))
+          std::memcpy(static_cast<char*>(out) + j * esize, static_cast<const char*>(in) + j * esize,
+                      static_cast<std::size_t>(esize));
+  }
+
   std::string name_;
   ScaledKnobs k_;
 };
@@ -256,146 +294,89 @@ const Kernel& scaled_baseline() {
 }
 
 const std::vector<Mutant>& mutants() {
-  static const std::vector<Mutant> v = [] {
-    std::vector<Mutant> z;
-    Knobs k;
-    k = {};
-    k.flip_sin = true;
-    z.push_back(make(
-        "sin_sign_flipped", "rotation direction reversed (transposed R, conjugated complex factor)",
-        {Property::MatchesReferenceWithinBound, Property::ScoresDependOnlyOnOffset}, k));
-    k = {};
-    k.position_offset = 1;
-    z.push_back(make("position_off_by_one", "positions counted from 1 / cache length added twice",
-                     {Property::ZeroPositionIsIdentity, Property::MatchesReferenceWithinBound}, k));
-    k = {};
-    k.table_bf16 = true;
-    z.push_back(make("table_bf16", "cos/sin cache kept in the model dtype (bf16)",
-                     {Property::PreservesNorm, Property::MatchesReferenceWithinBound}, k));
-    k = {};
-    k.inv_freq_bf16 = true;
-    z.push_back(make("inv_freq_bf16", "inv_freq buffer cast to bf16 with the model (.to(dtype))",
-                     {Property::MatchesReferenceWithinBound}, k));
-    k = {};
-    k.position_rounding = 1;
-    z.push_back(make("positions_f16",
-                     "position ids cast to f16 before the angle (exact only to 2048)",
-                     {Property::MatchesReferenceWithinBound}, k));
-    k = {};
-    k.position_rounding = 2;
-    z.push_back(make("positions_bf16",
-                     "position ids cast to bf16 before the angle (exact only to 256)",
-                     {Property::MatchesReferenceWithinBound}, k));
-    k = {};
-    k.exponent_denominator = 1;
-    z.push_back(make("exponent_over_head_dim", "theta_i = base^(-2i/head_dim) with partial rotary",
-                     {Property::MatchesReferenceWithinBound}, k));
-    k = {};
-    k.exponent_denominator = 2;
-    z.push_back(make("exponent_over_rotary_dim_minus_2",
-                     "arange(0, dim, 2)/(dim-2) (linspace-style) ladder",
-                     {Property::MatchesReferenceWithinBound}, k));
-    k = {};
-    k.half_pairing_always = true;
-    z.push_back(make("half_pairing_in_interleaved",
-                     "NeoX rotate_half applied to a GPT-J (interleaved) checkpoint",
-                     {Property::LayoutsArePermutations, Property::MatchesReferenceWithinBound}, k));
-    k = {};
-    k.pass_through = 1;
-    z.push_back(make("pass_through_zeroed",
-                     "partial rotary: output allocated with zeros, tail never copied",
-                     {Property::PassThroughIsExact}, k));
-    k = {};
-    k.pass_through = 2;
-    z.push_back(make("pass_through_rotated", "partial rotary ignored: all head dims rotated",
-                     {Property::PassThroughIsExact}, k));
-    k = {};
-    k.skip_last_pair = true;
-    z.push_back(make("last_pair_skipped", "loop bound i < n_pairs - 1 (off by one at the end)",
-                     {Property::MatchesReferenceWithinBound}, k));
-    k = {};
-    k.scale_twice = true;
-    z.push_back(make("scale_applied_twice",
-                     "YaRN mscale applied to the table and again to the output",
-                     {Property::PreservesNorm}, k));
-    k = {};
-    k.in_place_alias = true;
-    z.push_back(make("in_place_aliasing", "in-place kernel reads x_a after overwriting it",
-                     {Property::InPlaceEqualsOutOfPlace}, k));
-    k = {};
-    k.fast_trig = true;
-    z.push_back(make("fast_small_angle_trig", "polynomial sin/cos without range reduction",
-                     {Property::PreservesNorm, Property::MatchesReferenceWithinBound}, k));
-    k = {};
-    k.input_scratch = true;
-    z.push_back(make("input_used_as_scratch",
-                     "out-of-place kernel rotating its input buffer in place",
-                     {Property::InputUntouched}, k));
-    k = {};
-    k.first_position_only = true;
-    z.push_back(make("first_position_broadcast",
-                     "position_ids[0] broadcast over the batch (decode-step bug)",
-                     {Property::TokensAreIndependent}, k));
-    ScaledKnobs q;
-    q = {};
-    q.yarn_mscale = 1;
-    z.push_back(make_scaled("yarn_mscale_0_07",
-                            "YaRN attention factor 0.07 ln f + 1 instead of 0.1 ln f + 1 (the "
-                            "27% mscale bug)",
-                            {Property::PreservesNorm, Property::MatchesReferenceWithinBound}, q,
-                            ScalingKind::yarn, std::nullopt));
-    q = {};
-    q.yarn_mscale = 2;
-    z.push_back(make_scaled("yarn_mscale_applied_twice",
-                            "YaRN mscale multiplied into cos/sin and again into the output",
-                            {Property::PreservesNorm, Property::MatchesReferenceWithinBound}, q,
-                            ScalingKind::yarn, std::nullopt));
-    q = {};
-    q.drop_attention_factor = true;
-    z.push_back(make_scaled("attention_factor_dropped",
-                            "rope_scaling attention_factor / mscale ignored (cos/sin unscaled)",
-                            {Property::PreservesNorm, Property::MatchesReferenceWithinBound}, q,
-                            ScalingKind::yarn, std::nullopt));
-    q = {};
-    q.longrope_ge = true;
-    z.push_back(make_scaled(
-        "longrope_switch_off_by_one", "LongRoPE long factors at seq_len >= original (not >)",
-        {Property::MatchesReferenceWithinBound}, q, ScalingKind::longrope, std::nullopt));
-    q = {};
-    q.neox_pairing_multi_axis = true;
-    z.push_back(make_scaled("mrope_hardcoded_neox_pairing",
-                            "multi-axis RoPE hard-codes NeoX (i, i + d/2) pairing for an "
-                            "interleaved-pair layout",
-                            {Property::MatchesReferenceWithinBound}, q, std::nullopt,
-                            Layout::axial));
-    // Axis mix-ups are invisible with t = h = w (every 1-D-position property passes them): only
-    // the per-axis properties, with distinct positions per axis, see them.
-    q = {};
-    q.swap_h_w = true;
-    z.push_back(
-        make_scaled("mrope_h_w_positions_swapped",
-                    "M-RoPE reads the h section's cos/sin from the w positions and back "
-                    "(position_ids rows transposed)",
-                    {Property::ComposesAdditivelyPerAxis, Property::ScoresDependOnlyOnAxisOffsets},
-                    q, std::nullopt, Layout::mrope));
-    q = {};
-    q.t_for_all_axes = true;
-    z.push_back(
-        make_scaled("imrope_t_position_for_all_axes",
-                    "multi-axis RoPE fed position_ids[0] (temporal) for every axis "
-                    "(text-only code path applied to image tokens)",
-                    {Property::ComposesAdditivelyPerAxis, Property::ScoresDependOnlyOnAxisOffsets},
-                    q, std::nullopt, Layout::imrope));
-    q = {};
-    q.mrope_section_ladders = true;
-    z.push_back(make_scaled(
-        "mrope_ladder_per_section",
-        "M-RoPE with a frequency ladder per section (CogVideoX/axial style) "
-        "instead of one ladder over the head",
-        {Property::EqualAxesReduceToOneDimensional, Property::MatchesReferenceWithinBound}, q,
-        std::nullopt, Layout::mrope));
-    return z;
-  }();
+  static const std::vector<Mutant> v = {
+      make("sin_sign_flipped",
+           "rotation direction reversed (transposed R, conjugated complex factor)",
+           {Property::MatchesReferenceWithinBound, Property::ScoresDependOnlyOnOffset},
+           Knobs{.flip_sin = true}),
+      make("position_off_by_one", "positions counted from 1 / cache length added twice",
+           {Property::ZeroPositionIsIdentity, Property::MatchesReferenceWithinBound},
+           Knobs{.position_offset = 1}),
+      make("table_bf16", "cos/sin cache kept in the model dtype (bf16)",
+           {Property::PreservesNorm, Property::MatchesReferenceWithinBound},
+           Knobs{.table_bf16 = true}),
+      make("inv_freq_bf16", "inv_freq buffer cast to bf16 with the model (.to(dtype))",
+           {Property::MatchesReferenceWithinBound}, Knobs{.inv_freq_bf16 = true}),
+      make("positions_f16", "position ids cast to f16 before the angle (exact only to 2048)",
+           {Property::MatchesReferenceWithinBound}, Knobs{.position_rounding = 1}),
+      make("positions_bf16", "position ids cast to bf16 before the angle (exact only to 256)",
+           {Property::MatchesReferenceWithinBound}, Knobs{.position_rounding = 2}),
+      make("exponent_over_head_dim", "theta_i = base^(-2i/head_dim) with partial rotary",
+           {Property::MatchesReferenceWithinBound}, Knobs{.exponent_denominator = 1}),
+      make("exponent_over_rotary_dim_minus_2", "arange(0, dim, 2)/(dim-2) (linspace-style) ladder",
+           {Property::MatchesReferenceWithinBound}, Knobs{.exponent_denominator = 2}),
+      make("half_pairing_in_interleaved",
+           "NeoX rotate_half applied to a GPT-J (interleaved) checkpoint",
+           {Property::LayoutsArePermutations, Property::MatchesReferenceWithinBound},
+           Knobs{.half_pairing_always = true}),
+      make("pass_through_zeroed", "partial rotary: output allocated with zeros, tail never copied",
+           {Property::PassThroughIsExact}, Knobs{.pass_through = 1}),
+      make("pass_through_rotated", "partial rotary ignored: all head dims rotated",
+           {Property::PassThroughIsExact}, Knobs{.pass_through = 2}),
+      make("last_pair_skipped", "loop bound i < n_pairs - 1 (off by one at the end)",
+           {Property::MatchesReferenceWithinBound}, Knobs{.skip_last_pair = true}),
+      make("scale_applied_twice", "YaRN mscale applied to the table and again to the output",
+           {Property::PreservesNorm}, Knobs{.scale_twice = true}),
+      make("in_place_aliasing", "in-place kernel reads x_a after overwriting it",
+           {Property::InPlaceEqualsOutOfPlace}, Knobs{.in_place_alias = true}),
+      make("fast_small_angle_trig", "polynomial sin/cos without range reduction",
+           {Property::PreservesNorm, Property::MatchesReferenceWithinBound},
+           Knobs{.fast_trig = true}),
+      make("input_used_as_scratch", "out-of-place kernel rotating its input buffer in place",
+           {Property::InputUntouched}, Knobs{.input_scratch = true}),
+      make("first_position_broadcast", "position_ids[0] broadcast over the batch (decode-step bug)",
+           {Property::TokensAreIndependent}, Knobs{.first_position_only = true}),
+      make_scaled("yarn_mscale_0_07",
+                  "YaRN attention factor 0.07 ln f + 1 instead of 0.1 ln f + 1 (the "
+                  "27% mscale bug)",
+                  {Property::PreservesNorm, Property::MatchesReferenceWithinBound},
+                  ScaledKnobs{.yarn_mscale = 1}, ScalingKind::yarn, std::nullopt),
+      make_scaled("yarn_mscale_applied_twice",
+                  "YaRN mscale multiplied into cos/sin and again into the output",
+                  {Property::PreservesNorm, Property::MatchesReferenceWithinBound},
+                  ScaledKnobs{.yarn_mscale = 2}, ScalingKind::yarn, std::nullopt),
+      make_scaled("attention_factor_dropped",
+                  "rope_scaling attention_factor / mscale ignored (cos/sin unscaled)",
+                  {Property::PreservesNorm, Property::MatchesReferenceWithinBound},
+                  ScaledKnobs{.drop_attention_factor = true}, ScalingKind::yarn, std::nullopt),
+      make_scaled("longrope_switch_off_by_one",
+                  "LongRoPE long factors at seq_len >= original (not >)",
+                  {Property::MatchesReferenceWithinBound}, ScaledKnobs{.longrope_ge = true},
+                  ScalingKind::longrope, std::nullopt),
+      make_scaled("mrope_hardcoded_neox_pairing",
+                  "multi-axis RoPE hard-codes NeoX (i, i + d/2) pairing for an "
+                  "interleaved-pair layout",
+                  {Property::MatchesReferenceWithinBound},
+                  ScaledKnobs{.neox_pairing_multi_axis = true}, std::nullopt, Layout::axial),
+      // Axis mix-ups are invisible with t = h = w (every 1-D-position property passes them): only
+      // the per-axis properties, with distinct positions per axis, see them.
+      make_scaled("mrope_h_w_positions_swapped",
+                  "M-RoPE reads the h section's cos/sin from the w positions and back "
+                  "(position_ids rows transposed)",
+                  {Property::ComposesAdditivelyPerAxis, Property::ScoresDependOnlyOnAxisOffsets},
+                  ScaledKnobs{.swap_h_w = true}, std::nullopt, Layout::mrope),
+      make_scaled("imrope_t_position_for_all_axes",
+                  "multi-axis RoPE fed position_ids[0] (temporal) for every axis "
+                  "(text-only code path applied to image tokens)",
+                  {Property::ComposesAdditivelyPerAxis, Property::ScoresDependOnlyOnAxisOffsets},
+                  ScaledKnobs{.t_for_all_axes = true}, std::nullopt, Layout::imrope),
+      make_scaled(
+          "mrope_ladder_per_section",
+          "M-RoPE with a frequency ladder per section (CogVideoX/axial style) "
+          "instead of one ladder over the head",
+          {Property::EqualAxesReduceToOneDimensional, Property::MatchesReferenceWithinBound},
+          ScaledKnobs{.mrope_section_ladders = true}, std::nullopt, Layout::mrope),
+  };
   return v;
 }
 
