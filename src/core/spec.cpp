@@ -132,136 +132,168 @@ RopeSpec RopeSpec::normalized() const {
   return s;
 }
 
-void RopeSpec::validate() const {
-  auto fail = [](const std::string& m) { throw SpecError("invalid spec: " + m); };
-  if (head_dim < 1) fail("head_dim must be >= 1 (got " + std::to_string(head_dim) + ")");
-  if (head_dim > kMaxHeadDim)
-    fail("head_dim must be <= " + std::to_string(kMaxHeadDim) + " (got " +
-         std::to_string(head_dim) + ")");
-  if (rotary_dim < 0 || rotary_dim % 2 != 0)
-    fail("rotary_dim must be even and >= 0 (got " + std::to_string(rotary_dim) + ")");
-  if (rotary_dim > head_dim)
-    fail("rotary_dim (" + std::to_string(rotary_dim) + ") must be <= head_dim (" +
-         std::to_string(head_dim) + ")");
+namespace {
+
+// validate(), one function per field group: the dims and base, the layout's sections, the
+// scaling family's parameters. A new layout or scaling kind adds its case here.
+[[noreturn]] void invalid(const std::string& m) { throw SpecError("invalid spec: " + m); }
+std::string fs(double v) { return std::to_string(v); }
+std::string is(std::int64_t v) { return std::to_string(v); }
+
+void check_dims(const RopeSpec& s) {
+  if (s.head_dim < 1) invalid("head_dim must be >= 1 (got " + is(s.head_dim) + ")");
+  if (s.head_dim > kMaxHeadDim)
+    invalid("head_dim must be <= " + is(kMaxHeadDim) + " (got " + is(s.head_dim) + ")");
+  if (s.rotary_dim < 0 || s.rotary_dim % 2 != 0)
+    invalid("rotary_dim must be even and >= 0 (got " + is(s.rotary_dim) + ")");
+  if (s.rotary_dim > s.head_dim)
+    invalid("rotary_dim (" + is(s.rotary_dim) + ") must be <= head_dim (" + is(s.head_dim) + ")");
   // base > 1 keeps theta_i decreasing and finite; base == 1 would make every pair spin at
   // 1 rad/token, which no model uses and which hides pairing bugs.
-  if (!std::isfinite(base) || !(base > 1.0))
-    fail("base must be finite and > 1 (got " + std::to_string(base) + ")");
-  if (!std::isfinite(scale) || !(scale > 0.0))
-    fail("magnitude scale must be finite and > 0 (got " + std::to_string(scale) + ")");
-  const auto fs = [](double v) { return std::to_string(v); };
-  const auto is = [](std::int64_t v) { return std::to_string(v); };
-  const std::int64_t np = rotary_dim / 2;
-  switch (layout) {
-    case Layout::interleaved:
-    case Layout::half:
-      if (!sections.empty()) fail(std::string("sections are only for mrope/imrope/axial layouts"));
-      break;
-    case Layout::proportional:
-      if (!sections.empty()) fail("sections are only for mrope/imrope/axial layouts");
-      if (head_dim % 2 != 0)
-        fail("proportional layout needs an even head_dim (pairs (i, i + head_dim/2)), got " +
-             is(head_dim));
-      break;
-    case Layout::mrope:
-    case Layout::imrope:
-    case Layout::axial: {
-      const bool three = layout != Layout::axial;
-      if (three && sections.size() != 3)
-        fail(std::string(name(layout)) + " needs 3 sections (mrope_section t, h, w), got " +
-             is(static_cast<std::int64_t>(sections.size())));
-      if (!three && sections.empty()) fail("axial layout needs at least one section");
-      for (std::int64_t v : sections)
-        if (v < (three ? 0 : 1))
-          fail("sections must be " + std::string(three ? ">= 0" : ">= 1") + " (got " + is(v) + ")");
-      const std::int64_t sum = std::accumulate(sections.begin(), sections.end(), std::int64_t{0});
-      if (sum != np)
-        fail(std::string(name(layout)) + " sections (in pairs) sum to " + is(sum) +
-             ", must equal rotary_dim/2 = " + is(np));
-      if (layout == Layout::axial && scaling.kind != ScalingKind::none)
-        fail("frequency scaling is not defined for the axial layout (one ladder per axis)");
-      break;
-    }
-    default:
-      fail("unknown layout");
-  }
-
-  const Scaling& sc = scaling;
-  const auto finite_pos = [&](double v, const char* what) {
-    if (!std::isfinite(v) || !(v > 0))
-      fail(std::string("scaling ") + name(sc.kind) + ": " + what + " must be finite and > 0 (got " +
-           fs(v) + ")");
-  };
-  const auto per_pair = [&](const std::vector<double>& v, const char* what) {
-    if (static_cast<std::int64_t>(v.size()) != np)
-      fail(std::string("scaling ") + name(sc.kind) + ": " + what + " has " +
-           is(static_cast<std::int64_t>(v.size())) +
-           " entries, must have rotary_dim/2 = " + is(np));
-    for (double x : v) finite_pos(x, what);
-  };
-  const auto attention = [&] {
-    if (sc.attention_factor) finite_pos(*sc.attention_factor, "attention_factor");
-  };
-  switch (sc.kind) {
-    case ScalingKind::none:
-      break;
-    case ScalingKind::linear:
-      finite_pos(sc.factor, "factor");
-      break;
-    case ScalingKind::dynamic:
-      // f >= 1 keeps f L/L0 - (f - 1) >= 1 (L >= L0), so base' >= base; HF warns below 1.
-      if (!std::isfinite(sc.factor) || sc.factor < 1)
-        fail("scaling dynamic: factor must be finite and >= 1 (got " + fs(sc.factor) + ")");
-      if (sc.max_position_embeddings < 1)
-        fail("scaling dynamic: max_position_embeddings must be >= 1");
-      if (sc.seq_len < 0) fail("scaling dynamic: seq_len must be >= 0");
-      if (ladder_dim() <= 2)
-        fail("scaling dynamic: the exponent dim/(dim-2) needs a rotary dim > 2 (got " +
-             is(ladder_dim()) + ")");
-      break;
-    case ScalingKind::yarn:
-      if (!std::isfinite(sc.factor) || sc.factor < 1)
-        fail("scaling yarn: factor must be finite and >= 1 (got " + fs(sc.factor) + ")");
-      if (sc.original_max_position_embeddings < 1)
-        fail("scaling yarn: original_max_position_embeddings must be >= 1");
-      finite_pos(sc.beta_fast, "beta_fast");
-      finite_pos(sc.beta_slow, "beta_slow");
-      if (!std::isfinite(sc.mscale) || sc.mscale < 0 || !std::isfinite(sc.mscale_all_dim) ||
-          sc.mscale_all_dim < 0)
-        fail("scaling yarn: mscale and mscale_all_dim must be finite and >= 0 (0 = not given)");
-      attention();
-      break;
-    case ScalingKind::llama3:
-      if (!std::isfinite(sc.factor) || sc.factor < 1)
-        fail("scaling llama3: factor must be finite and >= 1 (got " + fs(sc.factor) + ")");
-      finite_pos(sc.low_freq_factor, "low_freq_factor");
-      finite_pos(sc.high_freq_factor, "high_freq_factor");
-      if (!(sc.high_freq_factor > sc.low_freq_factor))
-        fail("scaling llama3: high_freq_factor (" + fs(sc.high_freq_factor) +
-             ") must be > low_freq_factor (" + fs(sc.low_freq_factor) + ")");
-      if (sc.original_max_position_embeddings < 1)
-        fail("scaling llama3: original_max_position_embeddings must be >= 1");
-      break;
-    case ScalingKind::freq_factors:
-      per_pair(sc.freq_factors, "freq_factors");
-      break;
-    case ScalingKind::longrope:
-      per_pair(sc.short_factor, "short_factor");
-      per_pair(sc.long_factor, "long_factor");
-      // ln(original) divides in the default attention factor: original >= 2.
-      if (sc.original_max_position_embeddings < 2)
-        fail("scaling longrope: original_max_position_embeddings must be >= 2");
-      if (sc.max_position_embeddings < 1)
-        fail("scaling longrope: max_position_embeddings must be >= 1");
-      if (sc.seq_len < 0) fail("scaling longrope: seq_len must be >= 0");
-      attention();
-      break;
-    default:
-      fail("unknown scaling kind");
-  }
+  if (!std::isfinite(s.base) || !(s.base > 1.0))
+    invalid("base must be finite and > 1 (got " + fs(s.base) + ")");
+  if (!std::isfinite(s.scale) || !(s.scale > 0.0))
+    invalid("magnitude scale must be finite and > 0 (got " + fs(s.scale) + ")");
 }
 
-// ---- f64 evaluation of the variant formulas (kernels' recipe; bounds in properties/bounds) ----
+// mrope / imrope: exactly 3 sections (t, h, w), each >= 0; axial: one or more, each >= 1. Either
+// way they partition the rotary_dim/2 pairs.
+void check_sections(const RopeSpec& s) {
+  const bool three = s.layout != Layout::axial;
+  if (three && s.sections.size() != 3)
+    invalid(std::string(name(s.layout)) + " needs 3 sections (mrope_section t, h, w), got " +
+            is(static_cast<std::int64_t>(s.sections.size())));
+  if (!three && s.sections.empty()) invalid("axial layout needs at least one section");
+  for (std::int64_t v : s.sections)
+    if (v < (three ? 0 : 1))
+      invalid("sections must be " + std::string(three ? ">= 0" : ">= 1") + " (got " + is(v) + ")");
+  const std::int64_t sum = std::accumulate(s.sections.begin(), s.sections.end(), std::int64_t{0});
+  if (sum != s.n_pairs())
+    invalid(std::string(name(s.layout)) + " sections (in pairs) sum to " + is(sum) +
+            ", must equal rotary_dim/2 = " + is(s.n_pairs()));
+  if (s.layout == Layout::axial && s.scaling.kind != ScalingKind::none)
+    invalid("frequency scaling is not defined for the axial layout (one ladder per axis)");
+}
+
+void check_layout(const RopeSpec& s) {
+  switch (s.layout) {
+    case Layout::interleaved:
+    case Layout::half:
+      if (!s.sections.empty()) invalid("sections are only for mrope/imrope/axial layouts");
+      return;
+    case Layout::proportional:
+      if (!s.sections.empty()) invalid("sections are only for mrope/imrope/axial layouts");
+      if (s.head_dim % 2 != 0)
+        invalid("proportional layout needs an even head_dim (pairs (i, i + head_dim/2)), got " +
+                is(s.head_dim));
+      return;
+    case Layout::mrope:
+    case Layout::imrope:
+    case Layout::axial:
+      check_sections(s);
+      return;
+  }
+  invalid("unknown layout");
+}
+
+// The parameter checks of one scaling kind; messages read "scaling <kind>: <field> ...".
+struct ScalingCheck {
+  const RopeSpec& s;
+  const Scaling& sc = s.scaling;
+
+  [[noreturn]] void fail(const std::string& m) const {
+    invalid(std::string("scaling ") + name(sc.kind) + ": " + m);
+  }
+  void finite_pos(double v, const char* what) const {
+    if (!std::isfinite(v) || !(v > 0))
+      fail(std::string(what) + " must be finite and > 0 (got " + fs(v) + ")");
+  }
+  void at_least(std::int64_t v, std::int64_t min, const char* what) const {
+    if (v < min) fail(std::string(what) + " must be >= " + is(min));
+  }
+  // f >= 1: dynamic keeps f L/L0 - (f - 1) >= 1 (L >= L0), so base' >= base (HF warns below 1);
+  // yarn and llama3 only ever stretch the context.
+  void factor_at_least_one() const {
+    if (!std::isfinite(sc.factor) || sc.factor < 1)
+      fail("factor must be finite and >= 1 (got " + fs(sc.factor) + ")");
+  }
+  void per_pair(const std::vector<double>& v, const char* what) const {
+    if (static_cast<std::int64_t>(v.size()) != s.n_pairs())
+      fail(std::string(what) + " has " + is(static_cast<std::int64_t>(v.size())) +
+           " entries, must have rotary_dim/2 = " + is(s.n_pairs()));
+    for (double x : v) finite_pos(x, what);
+  }
+  void attention() const {
+    if (sc.attention_factor) finite_pos(*sc.attention_factor, "attention_factor");
+  }
+
+  void dynamic() const {
+    factor_at_least_one();
+    at_least(sc.max_position_embeddings, 1, "max_position_embeddings");
+    at_least(sc.seq_len, 0, "seq_len");
+    if (s.ladder_dim() <= 2)
+      fail("the exponent dim/(dim-2) needs a rotary dim > 2 (got " + is(s.ladder_dim()) + ")");
+  }
+  void yarn() const {
+    factor_at_least_one();
+    at_least(sc.original_max_position_embeddings, 1, "original_max_position_embeddings");
+    finite_pos(sc.beta_fast, "beta_fast");
+    finite_pos(sc.beta_slow, "beta_slow");
+    if (!std::isfinite(sc.mscale) || sc.mscale < 0 || !std::isfinite(sc.mscale_all_dim) ||
+        sc.mscale_all_dim < 0)
+      fail("mscale and mscale_all_dim must be finite and >= 0 (0 = not given)");
+    attention();
+  }
+  void llama3() const {
+    factor_at_least_one();
+    finite_pos(sc.low_freq_factor, "low_freq_factor");
+    finite_pos(sc.high_freq_factor, "high_freq_factor");
+    if (!(sc.high_freq_factor > sc.low_freq_factor))
+      fail("high_freq_factor (" + fs(sc.high_freq_factor) + ") must be > low_freq_factor (" +
+           fs(sc.low_freq_factor) + ")");
+    at_least(sc.original_max_position_embeddings, 1, "original_max_position_embeddings");
+  }
+  void longrope() const {
+    per_pair(sc.short_factor, "short_factor");
+    per_pair(sc.long_factor, "long_factor");
+    // ln(original) divides in the default attention factor: original >= 2.
+    at_least(sc.original_max_position_embeddings, 2, "original_max_position_embeddings");
+    at_least(sc.max_position_embeddings, 1, "max_position_embeddings");
+    at_least(sc.seq_len, 0, "seq_len");
+    attention();
+  }
+};
+
+void check_scaling(const RopeSpec& s) {
+  const ScalingCheck c{s};
+  switch (s.scaling.kind) {
+    case ScalingKind::none:
+      return;
+    case ScalingKind::linear:
+      return c.finite_pos(s.scaling.factor, "factor");
+    case ScalingKind::dynamic:
+      return c.dynamic();
+    case ScalingKind::yarn:
+      return c.yarn();
+    case ScalingKind::llama3:
+      return c.llama3();
+    case ScalingKind::freq_factors:
+      return c.per_pair(s.scaling.freq_factors, "freq_factors");
+    case ScalingKind::longrope:
+      return c.longrope();
+  }
+  invalid("unknown scaling kind");
+}
+
+}  // namespace
+
+void RopeSpec::validate() const {
+  check_dims(*this);
+  check_layout(*this);
+  check_scaling(*this);
+}
+
+// ---- f64 evaluation of the variant formulas (kernels' recipe; bounds in src/bounds) ----
 
 namespace {
 // HF get_mscale (modeling_rope_utils._compute_yarn_parameters; vLLM yarn_get_mscale).
@@ -306,8 +338,8 @@ double magnitude_f64(const RopeSpec& spec) {
 double dynamic_base_f64(const RopeSpec& spec) {
   // HF _compute_dynamic_ntk_parameters:
   //   seq_len = seq_len if seq_len > max_position_embeddings else max_position_embeddings
-  //   base = base * ((factor * seq_len / max_position_embeddings) - (factor - 1)) ** (dim / (dim -
-  //   2))
+  //   base = base * ((factor * seq_len / max_position_embeddings) - (factor - 1))
+  //                 ** (dim / (dim - 2))
   const Scaling& sc = spec.scaling;
   const double L0 = static_cast<double>(sc.max_position_embeddings);
   const double L = sc.seq_len > sc.max_position_embeddings ? static_cast<double>(sc.seq_len) : L0;

@@ -1,3 +1,7 @@
+// The plugin worker (the forked child): loads the plugin (load_plugin), sends its descriptor
+// (send_hello) and serves supports/apply requests until quit. Each apply runs on guarded copies
+// of the buffers (Guarded, CallBuffers); the guards (class Guards) then name what the plugin did
+// wrong, and the host turns that into a Fault.
 #include "worker.hpp"
 
 #include <dlfcn.h>
@@ -194,40 +198,66 @@ void send_or_die(int wfd, ipc::Msg t, const std::vector<char>& p) {
   if (ipc::send(wfd, t, p, kNoDeadline) != ipc::IoResult::ok) die_quietly();
 }
 
-void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>& req) {
-  ipc::Reader r(req);
+// Msg::apply's request, read in place (layout in worker.hpp, ApplyHeader). A malformed request
+// means the oracle and the worker disagree: the worker leaves.
+struct ApplyRequest {
   ApplyHeader h{};
-  WireSpec ws;
-  if (!r.get(h) || !get_spec(r, ws)) die_quietly();
-  const int eb = element_bytes(h.dtype);
-  // int64 or double: 8 bytes per position either way.
-  const std::size_t pos_bytes = static_cast<std::size_t>(h.n_tokens * h.n_axes) * 8;
-  const auto* pos_src = r.take(pos_bytes);
+  WireSpec spec;
+  int eb = 0;                 // element bytes
+  std::size_t pos_bytes = 0;  // int64 or double: 8 bytes per position either way
+  std::size_t nbytes = 0;     // the input extent (extent_elems * eb)
+  const char* pos = nullptr;
   const char* f64 = nullptr;
   const char* f32 = nullptr;
-  if (h.has_inv_freq) {
-    f64 = r.take(static_cast<std::size_t>(h.n_pairs) * 8);
-    f32 = r.take(static_cast<std::size_t>(h.n_pairs) * 4);
-  }
-  const std::size_t nbytes = static_cast<std::size_t>(h.extent_elems) * eb;
-  const auto* in_src = reinterpret_cast<const unsigned char*>(r.take(nbytes));
-  if (!pos_src || !in_src || (h.has_inv_freq && (!f64 || !f32))) die_quietly();
+  const unsigned char* in = nullptr;
 
-  const View v{h.n_tokens,    h.n_heads, h.token_stride, h.head_stride,
-               ws.c.head_dim, h.min_off, h.extent_elems};
-  Guarded in(nbytes, kInCanary), out(h.inplace ? 0 : nbytes, kOutCanary);
-  Guarded pos(pos_bytes, kInCanary);
-  Guarded tf64(static_cast<std::size_t>(h.n_pairs) * 8, kInCanary),
-      tf32(static_cast<std::size_t>(h.n_pairs) * 4, kInCanary);
-  if (!in.ok() || !out.ok() || !pos.ok() || !tf64.ok() || !tf32.ok()) die_quietly();
-  std::memcpy(in.data(), in_src, nbytes);
-  std::memcpy(pos.data(), pos_src, pos_bytes);
-  if (h.has_inv_freq) {
-    std::memcpy(tf64.data(), f64, static_cast<std::size_t>(h.n_pairs) * 8);
-    std::memcpy(tf32.data(), f32, static_cast<std::size_t>(h.n_pairs) * 4);
+  explicit ApplyRequest(const std::vector<char>& req) {
+    ipc::Reader r(req);
+    if (!r.get(h) || !get_spec(r, spec)) die_quietly();
+    eb = element_bytes(h.dtype);
+    pos_bytes = static_cast<std::size_t>(h.n_tokens * h.n_axes) * 8;
+    pos = r.take(pos_bytes);
+    if (h.has_inv_freq) {
+      f64 = r.take(static_cast<std::size_t>(h.n_pairs) * 8);
+      f32 = r.take(static_cast<std::size_t>(h.n_pairs) * 4);
+    }
+    nbytes = static_cast<std::size_t>(h.extent_elems) * eb;
+    in = reinterpret_cast<const unsigned char*>(r.take(nbytes));
+    if (!pos || !in || (h.has_inv_freq && (!f64 || !f32))) die_quietly();
   }
-  if (!h.inplace) fill_sentinel(out.data(), h.extent_elems, h.dtype);
+  View view() const {
+    return {h.n_tokens,      h.n_heads, h.token_stride, h.head_stride,
+            spec.c.head_dim, h.min_off, h.extent_elems};
+  }
+};
 
+// Every buffer the plugin sees, each a guarded copy: input (and in-place output), out-of-place
+// output pre-filled with the sentinel, positions, inv_freq tables.
+struct CallBuffers {
+  Guarded in, out, pos, tf64, tf32;
+
+  explicit CallBuffers(const ApplyRequest& q)
+      : in(q.nbytes, kInCanary),
+        out(q.h.inplace ? 0 : q.nbytes, kOutCanary),
+        pos(q.pos_bytes, kInCanary),
+        tf64(static_cast<std::size_t>(q.h.n_pairs) * 8, kInCanary),
+        tf32(static_cast<std::size_t>(q.h.n_pairs) * 4, kInCanary) {
+    if (!in.ok() || !out.ok() || !pos.ok() || !tf64.ok() || !tf32.ok()) die_quietly();
+    std::memcpy(in.data(), q.in, q.nbytes);
+    std::memcpy(pos.data(), q.pos, q.pos_bytes);
+    if (q.h.has_inv_freq) {
+      std::memcpy(tf64.data(), q.f64, static_cast<std::size_t>(q.h.n_pairs) * 8);
+      std::memcpy(tf32.data(), q.f32, static_cast<std::size_t>(q.h.n_pairs) * 4);
+    }
+    if (!q.h.inplace) fill_sentinel(out.data(), q.h.extent_elems, q.h.dtype);
+  }
+  // Where the result is: the output, or the input for an in-place call.
+  const unsigned char* result(const ApplyHeader& h) const {
+    return h.inplace ? in.data() : out.data();
+  }
+};
+
+ropecheck_tensor tensor_of(const ApplyHeader& h, const CallBuffers& b) {
   ropecheck_tensor t{};
   t.struct_size = sizeof(ropecheck_tensor);
   t.dtype = h.dtype;
@@ -237,135 +267,177 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
   t.head_stride = h.head_stride;
   t.n_axes = h.n_axes;
   if (h.has_real_positions)
-    t.real_positions = reinterpret_cast<const double*>(pos.data());
+    t.real_positions = reinterpret_cast<const double*>(b.pos.data());
   else
-    t.positions = reinterpret_cast<const std::int64_t*>(pos.data());
+    t.positions = reinterpret_cast<const std::int64_t*>(b.pos.data());
   // The view origin sits -min_off elements into the extent.
-  unsigned char* in_origin = in.data() - h.min_off * eb;
+  unsigned char* in_origin = b.in.data() - h.min_off * element_bytes(h.dtype);
   t.in = in_origin;
-  t.out = h.inplace ? in_origin : out.data() - h.min_off * eb;
-  t.inv_freq_f64 = h.has_inv_freq ? reinterpret_cast<const double*>(tf64.data()) : nullptr;
-  t.inv_freq_f32 = h.has_inv_freq ? reinterpret_cast<const float*>(tf32.data()) : nullptr;
+  t.out = h.inplace ? in_origin : b.out.data() - h.min_off * element_bytes(h.dtype);
+  t.inv_freq_f64 = h.has_inv_freq ? reinterpret_cast<const double*>(b.tf64.data()) : nullptr;
+  t.inv_freq_f32 = h.has_inv_freq ? reinterpret_cast<const float*>(b.tf32.data()) : nullptr;
+  return t;
+}
 
-  const int status = desc->apply(&ws.c, &t, desc->user);
-
-  // Guards, most severe first: writes outside the views, then writes to inputs, then holes.
+// What a guard found: the fault and its located description.
+struct Finding {
   FaultKind fault = FaultKind::none;
   std::string detail;
-  std::int64_t where = 0;
-  const auto mask = v.mask();
-  const unsigned char* result = h.inplace ? in.data() : out.data();
-  if (!h.inplace && !out.canary_intact(where)) {
-    fault = FaultKind::out_of_bounds_write;
-    detail = canary_text("output", where, static_cast<std::int64_t>(nbytes), eb);
-  } else if (!in.canary_intact(where)) {
-    fault = FaultKind::out_of_bounds_write;
-    detail =
-        canary_text(h.inplace ? "in-place" : "input", where, static_cast<std::int64_t>(nbytes), eb);
-  } else if (!pos.canary_intact(where) || !tf64.canary_intact(where) ||
-             !tf32.canary_intact(where)) {
-    fault = FaultKind::out_of_bounds_write;
-    detail = "write outside the positions or inv_freq arrays";
+  explicit operator bool() const { return fault != FaultKind::none; }
+};
+
+// The guards, one per kind of misbehaviour, run most severe first by check_guards: writes
+// outside the buffers, writes into gaps of a strided view, writes to inputs, then holes.
+class Guards {
+ public:
+  Guards(const ApplyRequest& q, const CallBuffers& b, int status)
+      : q_(q), h_(q.h), b_(b), v_(q.view()), mask_(v_.mask()), status_(status) {}
+
+  Finding canaries() const {
+    std::int64_t where = 0;
+    const auto n = static_cast<std::int64_t>(q_.nbytes);
+    if (!h_.inplace && !b_.out.canary_intact(where))
+      return {FaultKind::out_of_bounds_write, canary_text("output", where, n, q_.eb)};
+    if (!b_.in.canary_intact(where))
+      return {FaultKind::out_of_bounds_write,
+              canary_text(h_.inplace ? "in-place" : "input", where, n, q_.eb)};
+    if (!b_.pos.canary_intact(where) || !b_.tf64.canary_intact(where) ||
+        !b_.tf32.canary_intact(where))
+      return {FaultKind::out_of_bounds_write, "write outside the positions or inv_freq arrays"};
+    return {};
   }
-  if (fault == FaultKind::none) {
-    // Gaps of a strided view belong to nobody: they must keep what they held.
-    const std::uint64_t s = sentinel_bits(h.dtype);
-    for (std::int64_t i = 0; i < h.extent_elems && fault == FaultKind::none; ++i) {
-      if (mask[i]) continue;
-      const bool changed = h.inplace ? !equal_elem(result + i * eb, in_src + i * eb, eb)
-                                     : load_bits(result + i * eb, eb) != s;
-      if (changed) {
-        fault = FaultKind::out_of_bounds_write;
-        detail = "write " + v.locate(i) + " of the output";
-      }
+  // Gaps of a strided view belong to nobody: they must keep what they held.
+  Finding gaps() const {
+    const std::uint64_t s = sentinel_bits(h_.dtype);
+    const unsigned char* result = b_.result(h_);
+    const int eb = q_.eb;
+    for (std::int64_t i = 0; i < h_.extent_elems; ++i) {
+      if (mask_[i]) continue;
+      const bool changed = h_.inplace ? !equal_elem(result + i * eb, q_.in + i * eb, eb)
+                                      : load_bits(result + i * eb, eb) != s;
+      if (changed)
+        return {FaultKind::out_of_bounds_write, "write " + v_.locate(i) + " of the output"};
     }
+    return {};
   }
-  if (fault == FaultKind::none && !h.inplace) {
+  Finding input_unchanged() const {
+    if (h_.inplace) return {};
     std::int64_t n_changed = 0, first = -1;
-    for (std::int64_t i = 0; i < h.extent_elems; ++i)
-      if (!equal_elem(in.data() + i * eb, in_src + i * eb, eb)) {
+    for (std::int64_t i = 0; i < h_.extent_elems; ++i)
+      if (!equal_elem(b_.in.data() + i * q_.eb, q_.in + i * q_.eb, q_.eb)) {
         if (first < 0) first = i;
         ++n_changed;
       }
-    if (n_changed) {
-      fault = FaultKind::input_modified;
-      detail = "out-of-place call changed " + std::to_string(n_changed) +
-               " input element(s), first " + v.locate(first);
-    }
+    if (n_changed == 0) return {};
+    return {FaultKind::input_modified, "out-of-place call changed " + std::to_string(n_changed) +
+                                           " input element(s), first " + v_.locate(first)};
   }
-  if (fault == FaultKind::none && std::memcmp(pos.data(), pos_src, pos_bytes) != 0) {
-    fault = FaultKind::input_modified;
-    detail = "the call changed the positions array";
+  Finding positions_unchanged() const {
+    if (std::memcmp(b_.pos.data(), q_.pos, q_.pos_bytes) == 0) return {};
+    return {FaultKind::input_modified, "the call changed the positions array"};
   }
-  if (fault == FaultKind::none && !h.inplace && status == ROPECHECK_OK) {
-    // A pass-through element copied from an input that happens to hold the sentinel pattern is
-    // written, not a hole: only sentinel outputs over non-sentinel inputs count.
-    const std::uint64_t s = sentinel_bits(h.dtype);
+  // A pass-through element copied from an input that happens to hold the sentinel pattern is
+  // written, not a hole: only sentinel outputs over non-sentinel inputs count.
+  Finding holes() const {
+    if (h_.inplace || status_ != ROPECHECK_OK) return {};
+    const std::uint64_t s = sentinel_bits(h_.dtype);
+    const unsigned char* result = b_.result(h_);
+    const int eb = q_.eb;
     std::int64_t n_holes = 0, first = -1;
-    for (std::int64_t i = 0; i < h.extent_elems; ++i)
-      if (mask[i] && load_bits(result + i * eb, eb) == s && load_bits(in_src + i * eb, eb) != s) {
+    for (std::int64_t i = 0; i < h_.extent_elems; ++i)
+      if (mask_[i] && load_bits(result + i * eb, eb) == s && load_bits(q_.in + i * eb, eb) != s) {
         if (first < 0) first = i;
         ++n_holes;
       }
-    if (n_holes) {
-      fault = FaultKind::unwritten_output;
-      detail =
-          std::to_string(n_holes) + " output element(s) left unwritten, first " + v.locate(first);
-    }
+    if (n_holes == 0) return {};
+    return {
+        FaultKind::unwritten_output,
+        std::to_string(n_holes) + " output element(s) left unwritten, first " + v_.locate(first)};
   }
 
+ private:
+  const ApplyRequest& q_;
+  const ApplyHeader& h_;
+  const CallBuffers& b_;
+  View v_;
+  std::vector<unsigned char> mask_;  // extent index -> is it an element of the view?
+  int status_;
+};
+
+Finding check_guards(const Guards& g) {
+  if (Finding f = g.canaries()) return f;
+  if (Finding f = g.gaps()) return f;
+  if (Finding f = g.input_unchanged()) return f;
+  if (Finding f = g.positions_unchanged()) return f;
+  return g.holes();
+}
+
+void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>& req) {
+  const ApplyRequest q(req);
+  CallBuffers b(q);
+  const ropecheck_tensor t = tensor_of(q.h, b);
+  const int status = desc->apply(&q.spec.c, &t, desc->user);
+  const Finding f = check_guards(Guards(q, b, status));
+
   ipc::Writer w;
-  ApplyReply rep{status, static_cast<std::int32_t>(fault), detail.size(), nbytes};
+  ApplyReply rep{status, static_cast<std::int32_t>(f.fault), f.detail.size(), q.nbytes};
   w.put(rep);
-  w.put_bytes(detail.data(), detail.size());
-  w.put_bytes(result, nbytes);
+  w.put_bytes(f.detail.data(), f.detail.size());
+  w.put_bytes(b.result(q.h), q.nbytes);
   send_or_die(wfd, ipc::Msg::apply, w.buf);
 }
 
-}  // namespace
+void handle_supports(int wfd, const ropecheck_plugin* d, const std::vector<char>& req) {
+  ipc::Reader r(req);
+  WireSpec s;
+  std::int32_t dtype = 0;
+  if (!get_spec(r, s) || !r.get(dtype)) die_quietly();
+  ipc::Writer out;
+  out.put<std::int32_t>(d->supports(&s.c, dtype, d->user) ? 1 : 0);
+  send_or_die(wfd, ipc::Msg::supports, out.buf);
+}
 
-[[noreturn]] void worker_main(int rfd, int wfd, const std::string& path) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);  // an orphaned hung worker must not outlive the oracle
-  rlimit no_core{0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);  // crashes are expected here; don't spend seconds on cores
-  // Whatever the plugin prints must not corrupt the oracle's tables or JSON on stdout.
-  dup2(STDERR_FILENO, STDOUT_FILENO);
-  signal(SIGPIPE, SIG_DFL);
+[[noreturn]] void load_error(int wfd, const std::string& m) {
+  ipc::Writer w;
+  w.put_string(m);
+  send_or_die(wfd, ipc::Msg::load_error, w.buf);
+  _exit(0);
+}
 
-  auto load_error = [&](const std::string& m) {
-    ipc::Writer w;
-    w.put_string(m);
-    send_or_die(wfd, ipc::Msg::load_error, w.buf);
-    _exit(0);
-  };
-
+// dlopen + entry point + the descriptor's sanity; any failure is a load_error message.
+const ropecheck_plugin* load_plugin(int wfd, const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) load_error(std::string("cannot load plugin: ") + dlerror());
+  if (!handle) load_error(wfd, std::string("cannot load plugin: ") + dlerror());
   auto entry =
       reinterpret_cast<ropecheck_plugin_entry_fn>(dlsym(handle, ROPECHECK_PLUGIN_ENTRY_SYMBOL));
   if (!entry)
-    load_error(
-        "'" + path +
-        "' does not export " ROPECHECK_PLUGIN_ENTRY_SYMBOL
-        " (a ropecheck plugin defines it with ROPECHECK_PLUGIN_EXPORT, see ropecheck/plugin.h)");
+    load_error(wfd, "'" + path +
+                        "' does not export " ROPECHECK_PLUGIN_ENTRY_SYMBOL
+                        " (a ropecheck plugin defines it with ROPECHECK_PLUGIN_EXPORT, see "
+                        "ropecheck/plugin.h)");
   const ropecheck_plugin* d = entry(ROPECHECK_PLUGIN_ABI_VERSION);
-  if (!d) load_error(ROPECHECK_PLUGIN_ENTRY_SYMBOL "() returned NULL");
+  if (!d) load_error(wfd, ROPECHECK_PLUGIN_ENTRY_SYMBOL "() returned NULL");
   // ABI 2 descriptors have the same layout; their reserved bytes (0) read as ABI 3's defaults.
   if (d->abi_version < ROPECHECK_PLUGIN_ABI_VERSION_MIN ||
       d->abi_version > ROPECHECK_PLUGIN_ABI_VERSION)
-    load_error("plugin was built for ABI version " + std::to_string(d->abi_version) +
-               "; this ropecheck speaks ABI version " +
-               std::to_string(ROPECHECK_PLUGIN_ABI_VERSION) + " (and loads ABI " +
-               std::to_string(ROPECHECK_PLUGIN_ABI_VERSION_MIN) +
-               " plugins); rebuild it against this ropecheck/plugin.h");
+    load_error(wfd, "plugin was built for ABI version " + std::to_string(d->abi_version) +
+                        "; this ropecheck speaks ABI version " +
+                        std::to_string(ROPECHECK_PLUGIN_ABI_VERSION) + " (and loads ABI " +
+                        std::to_string(ROPECHECK_PLUGIN_ABI_VERSION_MIN) +
+                        " plugins); rebuild it against this ropecheck/plugin.h");
   if (d->struct_size < sizeof(ropecheck_plugin))
-    load_error("descriptor struct_size " + std::to_string(d->struct_size) + " < " +
-               std::to_string(sizeof(ropecheck_plugin)) + " (header mismatch)");
-  if (!d->apply) load_error("descriptor has no apply function");
-  if (!d->name || !*d->name) load_error("descriptor has no name");
+    load_error(wfd, "descriptor struct_size " + std::to_string(d->struct_size) + " < " +
+                        std::to_string(sizeof(ropecheck_plugin)) + " (header mismatch)");
+  if (!d->apply) load_error(wfd, "descriptor has no apply function");
+  if (!d->name || !*d->name) load_error(wfd, "descriptor has no name");
   if (d->n_head_dims < 0 || (d->n_head_dims > 0 && !d->head_dims) || d->n_head_dims > 100000)
-    load_error("descriptor head_dims/n_head_dims inconsistent");
+    load_error(wfd, "descriptor head_dims/n_head_dims inconsistent");
+  return d;
+}
 
+// Msg::hello: the descriptor, field by field (read back by plugin_kernel.cpp,
+// read_descriptor_fields).
+void send_hello(int wfd, const ropecheck_plugin* d) {
   ipc::Writer w;
   w.put<std::uint32_t>(d->abi_version);
   w.put_string(std::string(d->name, strnlen(d->name, 256)));
@@ -381,25 +453,34 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
   w.put<std::int64_t>(d->min_position);
   w.put<std::int64_t>(d->max_position);
   send_or_die(wfd, ipc::Msg::hello, w.buf);
+}
 
+}  // namespace
+
+// The worker is the forked child's whole life: it leaves only through _exit (die_quietly,
+// load_error), never by returning into the oracle's code or through std::exit (which would run
+// the oracle's atexit handlers and flush its stdio buffers a second time).
+[[noreturn]] void worker_main(int rfd, int wfd, const std::string& path) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // an orphaned hung worker must not outlive the oracle
+  rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);  // crashes are expected here; don't spend seconds on cores
+  // Whatever the plugin prints must not corrupt the oracle's tables or JSON on stdout.
+  dup2(STDERR_FILENO, STDOUT_FILENO);
+  signal(SIGPIPE, SIG_DFL);
+
+  const ropecheck_plugin* d = load_plugin(wfd, path);
+  send_hello(wfd, d);
   std::vector<char> req;
   for (;;) {
     ipc::Msg t{};
     if (ipc::recv(rfd, t, req, kMaxRequest, kNoDeadline) != ipc::IoResult::ok) die_quietly();
     if (t == ipc::Msg::quit) die_quietly();
-    if (t == ipc::Msg::supports) {
-      ipc::Reader r(req);
-      WireSpec s;
-      std::int32_t dtype = 0;
-      if (!get_spec(r, s) || !r.get(dtype)) die_quietly();
-      ipc::Writer out;
-      out.put<std::int32_t>(d->supports(&s.c, dtype, d->user) ? 1 : 0);
-      send_or_die(wfd, ipc::Msg::supports, out.buf);
-    } else if (t == ipc::Msg::apply) {
+    if (t == ipc::Msg::supports)
+      handle_supports(wfd, d, req);
+    else if (t == ipc::Msg::apply)
       handle_apply(wfd, d, req);
-    } else {
+    else
       die_quietly();
-    }
   }
 }
 

@@ -66,6 +66,87 @@ static void store_elem(void* p, int dtype, int64_t i, double v) {
     ((float*)p)[i] = (float)v;
 }
 
+/* The hostile modes that misbehave before any arithmetic. Returns -1 to go on computing. */
+static int misbehave_first(const ropecheck_tensor* t) {
+  (void)t;
+#if PLUGIN_MODE == SEGFAULT
+  *(volatile int*)(t->reserved_ptr[0]) = 1; /* reserved_ptr[0] is NULL */
+#elif PLUGIN_MODE == ABORT
+  abort();
+#elif PLUGIN_MODE == HANG
+  for (volatile int spin = 1; spin;) {
+  }
+#elif PLUGIN_MODE == EXIT
+  exit(3); /* deliberately: the host must report "exited (status 3)", not die with it */
+#elif PLUGIN_MODE == NOOP
+  return ROPECHECK_OK;
+#elif PLUGIN_MODE == STDOUT
+  printf("debug: rope apply n_tokens=%lld \x01\x02 garbage {\"not\": json\n",
+         (long long)t->n_tokens);
+  fflush(stdout);
+#endif
+  return -1;
+}
+
+/* The rotated pairs of the vector at element offset base_off, at position m. */
+static void rotate_pairs(const ropecheck_spec* s, const ropecheck_tensor* t, double m,
+                         int64_t base_off) {
+  const int64_t rd = s->rotary_dim, half = rd / 2;
+  const int dt = t->dtype;
+#if PLUGIN_MODE == MODIFY_IN
+  void* work = (void*)t->in; /* the bug: the input is used as scratch */
+#else
+  void* work = t->out;
+#endif
+  for (int64_t i = 0; i < half; ++i) {
+    const int64_t a = s->layout == ROPECHECK_LAYOUT_INTERLEAVED ? 2 * i : i;
+    const int64_t b = s->layout == ROPECHECK_LAYOUT_INTERLEAVED ? 2 * i + 1 : i + half;
+    const double theta = pow(s->base, -2.0 * (double)i / (double)rd);
+    const double ang = m * theta;
+    const double c = cos(ang);
+#if PLUGIN_MODE == SIN_SIGN
+    const double sn = -sin(ang);
+#else
+    const double sn = sin(ang);
+#endif
+    const double xa = load_elem(t->in, dt, base_off + a);
+    const double xb = load_elem(t->in, dt, base_off + b);
+#if PLUGIN_MODE == NAN_ZERO_PAIR
+    const double r = sqrt(xa * xa + xb * xb); /* 0/0 for a zero pair */
+    double oa = s->scale * r * ((xa / r) * c - (xb / r) * sn);
+    double ob = s->scale * r * ((xa / r) * sn + (xb / r) * c);
+#else
+    double oa = s->scale * (xa * c - xb * sn);
+    double ob = s->scale * (xa * sn + xb * c);
+#endif
+#if PLUGIN_MODE == NAN_OUT
+    if (i == 0 && fabs(m) > 1000) oa = ob = NAN;
+#endif
+    store_elem(work, dt, base_off + a, oa);
+    store_elem(work, dt, base_off + b, ob);
+  }
+#if PLUGIN_MODE == MODIFY_IN
+  for (int64_t j = 0; j < rd; ++j)
+    store_elem(t->out, dt, base_off + j, load_elem(t->in, dt, base_off + j));
+#endif
+}
+
+/* The dims past rotary_dim are copied unchanged. */
+static void copy_pass_through(const ropecheck_spec* s, const ropecheck_tensor* t,
+                              int64_t base_off) {
+  const int64_t rd = s->rotary_dim, hd = s->head_dim;
+  const int dt = t->dtype;
+#if PLUGIN_MODE == OOB_WRITE
+  for (int64_t j = rd; j <= hd; ++j)
+#elif PLUGIN_MODE == UNWRITTEN
+  if (t->in == t->out) /* the bug: assumes in-place, where pass-through is already there */
+    for (int64_t j = rd; j < hd; ++j)
+#else
+  for (int64_t j = rd; j < hd; ++j)
+#endif
+    store_elem(t->out, dt, base_off + j, load_elem(t->in, dt, base_off + j));
+}
+
 static int c_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* user) {
   (void)user;
   /* This kernel implements unscaled 1-D interleaved/half RoPE only (its descriptor says so; the
@@ -75,73 +156,14 @@ static int c_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* use
     return ROPECHECK_UNSUPPORTED;
   if (t->dtype != ROPECHECK_DTYPE_F64 && t->dtype != ROPECHECK_DTYPE_F32)
     return ROPECHECK_UNSUPPORTED;
-#if PLUGIN_MODE == SEGFAULT
-  *(volatile int*)(t->reserved_ptr[0]) = 1; /* reserved_ptr[0] is NULL */
-#elif PLUGIN_MODE == ABORT
-  abort();
-#elif PLUGIN_MODE == HANG
-  for (volatile int spin = 1; spin;) {
-  }
-#elif PLUGIN_MODE == EXIT
-  exit(3);
-#elif PLUGIN_MODE == NOOP
-  return ROPECHECK_OK;
-#elif PLUGIN_MODE == STDOUT
-  printf("debug: rope apply n_tokens=%lld \x01\x02 garbage {\"not\": json\n",
-         (long long)t->n_tokens);
-  fflush(stdout);
-#endif
-  const int64_t rd = s->rotary_dim, hd = s->head_dim, half = rd / 2;
-  const int dt = t->dtype;
+  const int early = misbehave_first(t);
+  if (early >= 0) return early;
   for (int64_t tok = 0; tok < t->n_tokens; ++tok) {
     const double m = (double)t->positions[tok];
     for (int64_t h = 0; h < t->n_heads; ++h) {
       const int64_t base_off = tok * t->token_stride + h * t->head_stride;
-#if PLUGIN_MODE == MODIFY_IN
-      void* work = (void*)t->in; /* the bug: the input is used as scratch */
-#else
-      void* work = t->out;
-#endif
-      for (int64_t i = 0; i < half; ++i) {
-        const int64_t a = s->layout == ROPECHECK_LAYOUT_INTERLEAVED ? 2 * i : i;
-        const int64_t b = s->layout == ROPECHECK_LAYOUT_INTERLEAVED ? 2 * i + 1 : i + half;
-        const double theta = pow(s->base, -2.0 * (double)i / (double)rd);
-        const double ang = m * theta;
-        const double c = cos(ang);
-#if PLUGIN_MODE == SIN_SIGN
-        const double sn = -sin(ang);
-#else
-        const double sn = sin(ang);
-#endif
-        const double xa = load_elem(t->in, dt, base_off + a);
-        const double xb = load_elem(t->in, dt, base_off + b);
-#if PLUGIN_MODE == NAN_ZERO_PAIR
-        const double r = sqrt(xa * xa + xb * xb); /* 0/0 for a zero pair */
-        double oa = s->scale * r * ((xa / r) * c - (xb / r) * sn);
-        double ob = s->scale * r * ((xa / r) * sn + (xb / r) * c);
-#else
-        double oa = s->scale * (xa * c - xb * sn);
-        double ob = s->scale * (xa * sn + xb * c);
-#endif
-#if PLUGIN_MODE == NAN_OUT
-        if (i == 0 && fabs(m) > 1000) oa = ob = NAN;
-#endif
-        store_elem(work, dt, base_off + a, oa);
-        store_elem(work, dt, base_off + b, ob);
-      }
-#if PLUGIN_MODE == MODIFY_IN
-      for (int64_t j = 0; j < rd; ++j)
-        store_elem(t->out, dt, base_off + j, load_elem(t->in, dt, base_off + j));
-#endif
-#if PLUGIN_MODE == OOB_WRITE
-      for (int64_t j = rd; j <= hd; ++j)
-#elif PLUGIN_MODE == UNWRITTEN
-      if (t->in == t->out) /* the bug: assumes in-place, where pass-through is already there */
-        for (int64_t j = rd; j < hd; ++j)
-#else
-      for (int64_t j = rd; j < hd; ++j)
-#endif
-        store_elem(t->out, dt, base_off + j, load_elem(t->in, dt, base_off + j));
+      rotate_pairs(s, t, m, base_off);
+      copy_pass_through(s, t, base_off);
     }
   }
   return ROPECHECK_OK;

@@ -1,3 +1,7 @@
+// safetensors and .npy, read and written. Sections: shared helpers and the safetensors dtype
+// table (kStDtypes); Tensor accessors; safetensors (header, one EntryReader per tensor entry,
+// the overlap check); npy (preamble, header dict, descr); make_tensor. Every parse_* works on
+// bytes and checks before it touches them; read_* only adds the file.
 #include "ropecheck/tensorio/tensorio.hpp"
 
 #include <nlohmann/json.hpp>
@@ -179,11 +183,21 @@ const Tensor* TensorFile::find(const std::string& n) const {
 // [u64 LE header length N][N bytes JSON header][data]. Header: {"__metadata__": {str: str},
 // "<name>": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...}; offsets are
 // relative to the start of the data section, end exclusive.
-TensorFile parse_safetensors(const unsigned char* data, std::size_t n, const std::string& what,
-                             const Limits& limits) {
+namespace {
+
+void check_size(std::size_t n, const std::string& what, const Limits& limits) {
   if (n > limits.max_bytes)
     fail(what, "input of " + std::to_string(n) + " bytes exceeds the memory limit of " +
                    std::to_string(limits.max_bytes) + " bytes");
+}
+
+struct Header {
+  nlohmann::json json;
+  std::uint64_t data_start;  // 8 + header length
+};
+
+// The JSON header (bytes 8 .. 8 + its length), length-checked before it is parsed.
+Header safetensors_header(const unsigned char* data, std::size_t n, const std::string& what) {
   if (n < 8)
     fail(what, "truncated: " + std::to_string(n) +
                    " bytes, a safetensors file starts with an 8-byte header length");
@@ -203,82 +217,137 @@ TensorFile parse_safetensors(const unsigned char* data, std::size_t n, const std
     fail(what, "header JSON (bytes 8-" + std::to_string(8 + hlen) + ") is malformed: " + e.what());
   }
   if (!h.is_object()) fail(what, "header JSON is not an object");
-  const std::uint64_t data_start = 8 + hlen;
-  const std::uint64_t data_len = n - data_start;
+  return {std::move(h), 8 + hlen};
+}
 
-  TensorFile out;
-  struct Span {
-    std::uint64_t b, e;
-    std::string name;
-  };
-  std::vector<Span> spans;
-  for (auto it = h.begin(); it != h.end(); ++it) {
-    const std::string& key = it.key();
-    const auto& v = it.value();
-    if (key == "__metadata__") {
-      if (!v.is_object()) fail(what, "__metadata__ must be an object of strings");
-      for (auto m = v.begin(); m != v.end(); ++m) {
-        if (!m.value().is_string())
-          fail(what, "__metadata__[\"" + m.key() +
-                         "\"] must be a string (safetensors metadata is string -> string)");
-        out.metadata[m.key()] = m.value().get<std::string>();
-      }
-      continue;
-    }
-    const std::string loc = "tensor '" + key + "'";
-    if (!v.is_object()) fail(what, loc + ": entry is not an object");
-    if (!v.contains("dtype") || !v["dtype"].is_string())
-      fail(what, loc + ": missing string 'dtype'");
-    if (!v.contains("shape") || !v["shape"].is_array()) fail(what, loc + ": missing array 'shape'");
-    if (!v.contains("data_offsets") || !v["data_offsets"].is_array() ||
-        v["data_offsets"].size() != 2)
-      fail(what, loc + ": 'data_offsets' must be [begin, end]");
-    Tensor t;
-    t.name = key;
-    t.type_name = v["dtype"].get<std::string>();
+void read_metadata(const nlohmann::json& v, const std::string& what, TensorFile& out) {
+  if (!v.is_object()) fail(what, "__metadata__ must be an object of strings");
+  for (auto m = v.begin(); m != v.end(); ++m) {
+    if (!m.value().is_string())
+      fail(what, "__metadata__[\"" + m.key() +
+                     "\"] must be a string (safetensors metadata is string -> string)");
+    out.metadata[m.key()] = m.value().get<std::string>();
+  }
+}
+
+// One tensor entry of the header; `loc` ("tensor 'x'") prefixes every message about it.
+class EntryReader {
+ public:
+  EntryReader(const nlohmann::json& v, const std::string& what, const std::string& loc)
+      : v_(v), what_(what), loc_(loc) {}
+
+  [[noreturn]] void err(const std::string& m) const { fail(what_, loc_ + ": " + m); }
+
+  void check_fields() const {
+    if (!v_.is_object()) err("entry is not an object");
+    if (!v_.contains("dtype") || !v_["dtype"].is_string()) err("missing string 'dtype'");
+    if (!v_.contains("shape") || !v_["shape"].is_array()) err("missing array 'shape'");
+    if (!v_.contains("data_offsets") || !v_["data_offsets"].is_array() ||
+        v_["data_offsets"].size() != 2)
+      err("'data_offsets' must be [begin, end]");
+  }
+  // Sets t.type; returns the element size.
+  int dtype(Tensor& t) const {
     int eb = 0;
     for (const auto& d : kStDtypes)
       if (t.type_name == d.name) {
         t.type = d.type;
         eb = d.bytes;
       }
-    if (eb == 0) fail(what, loc + ": unknown dtype '" + t.type_name + "'");
-    for (const auto& d : v["shape"]) {
-      if (!d.is_number_integer()) fail(what, loc + ": shape entries must be integers");
+    if (eb == 0) err("unknown dtype '" + t.type_name + "'");
+    return eb;
+  }
+  std::vector<std::int64_t> shape() const {
+    std::vector<std::int64_t> shape;
+    for (const auto& d : v_["shape"]) {
+      if (!d.is_number_integer()) err("shape entries must be integers");
       if (d.is_number_unsigned() &&
           d.get<std::uint64_t>() >
               static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        fail(what, loc + ": shape entry out of range");
-      t.shape.push_back(d.get<std::int64_t>());
+        err("shape entry out of range");
+      shape.push_back(d.get<std::int64_t>());
     }
-    if (t.shape.size() > 16) fail(what, loc + ": more than 16 dimensions");
-    const auto numel = checked_numel(t.shape);
-    if (!numel) fail(what, loc + ": shape " + shape_str(t.shape) + " is negative or overflows");
-    for (const auto& o : v["data_offsets"])
-      if (!o.is_number_unsigned() && !(o.is_number_integer() && o.get<std::int64_t>() >= 0))
-        fail(what, loc + ": data_offsets must be non-negative integers");
-    const auto b = v["data_offsets"][0].get<std::uint64_t>();
-    const auto e = v["data_offsets"][1].get<std::uint64_t>();
-    if (b > e)
-      fail(what, loc + ": data_offsets begin " + std::to_string(b) + " > end " + std::to_string(e));
-    if (e > data_len)
-      fail(what, loc + ": data_offsets end " + std::to_string(e) + " is past the data section (" +
-                     std::to_string(data_len) + " bytes after the header)");
-    const std::uint64_t want = static_cast<std::uint64_t>(*numel);
-    if (want > (e - b) / static_cast<std::uint64_t>(eb) || want * eb != e - b)
-      fail(what, loc + ": byte count " + std::to_string(e - b) + " != shape " + shape_str(t.shape) +
-                     " x " + std::to_string(eb) + " bytes (" + t.type_name + ")");
-    t.data.assign(data + data_start + b, data + data_start + e);
-    // Empty tensors occupy no bytes, so they cannot overlap anything (their offsets may coincide
-    // with a neighbour's begin).
-    if (e > b) spans.push_back({b, e, key});
-    out.tensors.push_back(std::move(t));
+    if (shape.size() > 16) err("more than 16 dimensions");
+    return shape;
   }
+  // [begin, end) inside a data section of data_len bytes.
+  std::pair<std::uint64_t, std::uint64_t> offsets(std::uint64_t data_len) const {
+    for (const auto& o : v_["data_offsets"])
+      if (!o.is_number_unsigned() && !(o.is_number_integer() && o.get<std::int64_t>() >= 0))
+        err("data_offsets must be non-negative integers");
+    const auto b = v_["data_offsets"][0].get<std::uint64_t>();
+    const auto e = v_["data_offsets"][1].get<std::uint64_t>();
+    if (b > e) err("data_offsets begin " + std::to_string(b) + " > end " + std::to_string(e));
+    if (e > data_len)
+      err("data_offsets end " + std::to_string(e) + " is past the data section (" +
+          std::to_string(data_len) + " bytes after the header)");
+    return {b, e};
+  }
+
+ private:
+  const nlohmann::json& v_;
+  const std::string& what_;
+  std::string loc_;
+};
+
+// Where a tensor's bytes lie in the data section (for the overlap check).
+struct Span {
+  std::uint64_t b, e;
+  std::string name;
+};
+
+// Reads one tensor entry and copies its bytes out of the data section.
+Tensor read_entry(const std::string& key, const nlohmann::json& v, const unsigned char* section,
+                  std::uint64_t data_len, const std::string& what, Span& span) {
+  const EntryReader rd(v, what, "tensor '" + key + "'");
+  rd.check_fields();
+  Tensor t;
+  t.name = key;
+  t.type_name = v["dtype"].get<std::string>();
+  const int eb = rd.dtype(t);
+  t.shape = rd.shape();
+  const auto numel = checked_numel(t.shape);
+  if (!numel) rd.err("shape " + shape_str(t.shape) + " is negative or overflows");
+  const auto [b, e] = rd.offsets(data_len);
+  const std::uint64_t want = static_cast<std::uint64_t>(*numel);
+  if (want > (e - b) / static_cast<std::uint64_t>(eb) || want * eb != e - b)
+    rd.err("byte count " + std::to_string(e - b) + " != shape " + shape_str(t.shape) + " x " +
+           std::to_string(eb) + " bytes (" + t.type_name + ")");
+  t.data.assign(section + b, section + e);
+  span = {b, e, key};
+  return t;
+}
+
+void check_no_overlap(std::vector<Span> spans, const std::string& what) {
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.b < b.b; });
   for (std::size_t i = 1; i < spans.size(); ++i)
     if (spans[i].b < spans[i - 1].e)
       fail(what, "tensors '" + spans[i - 1].name + "' and '" + spans[i].name +
                      "' overlap in the data section");
+}
+
+}  // namespace
+
+TensorFile parse_safetensors(const unsigned char* data, std::size_t n, const std::string& what,
+                             const Limits& limits) {
+  check_size(n, what, limits);
+  const Header h = safetensors_header(data, n, what);
+  const unsigned char* section = data + h.data_start;
+  const std::uint64_t data_len = n - h.data_start;
+  TensorFile out;
+  std::vector<Span> spans;
+  for (auto it = h.json.begin(); it != h.json.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      read_metadata(it.value(), what, out);
+      continue;
+    }
+    Span span;
+    out.tensors.push_back(read_entry(it.key(), it.value(), section, data_len, what, span));
+    // Empty tensors occupy no bytes, so they cannot overlap anything (their offsets may coincide
+    // with a neighbour's begin).
+    if (span.e > span.b) spans.push_back(std::move(span));
+  }
+  check_no_overlap(std::move(spans), what);
   return out;
 }
 
@@ -384,34 +453,44 @@ class DictParser {
   std::size_t i_ = 0;
 };
 
-}  // namespace
+constexpr unsigned char kNpyMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
-Tensor parse_npy(const unsigned char* data, std::size_t n, const std::string& what,
-                 const Limits& limits) {
-  if (n > limits.max_bytes)
-    fail(what, "input of " + std::to_string(n) + " bytes exceeds the memory limit of " +
-                   std::to_string(limits.max_bytes) + " bytes");
-  static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-  if (n < 10 || std::memcmp(data, magic, 6) != 0)
+// Where the header dict lies: v1 has a u16 length at bytes 8-9, v2/v3 a u32 at bytes 8-11.
+struct NpyPreamble {
+  std::uint64_t hstart, hlen;
+};
+
+NpyPreamble npy_preamble(const unsigned char* data, std::size_t n, const std::string& what) {
+  if (n < 10 || std::memcmp(data, kNpyMagic, 6) != 0)
     fail(what, "not a .npy file (bad magic, bytes 0-5)");
   const int major = data[6];
-  std::uint64_t hlen = 0, hstart = 0;
+  NpyPreamble p{};
   if (major == 1) {
-    hlen = data[8] | (static_cast<std::uint64_t>(data[9]) << 8);
-    hstart = 10;
+    p.hlen = data[8] | (static_cast<std::uint64_t>(data[9]) << 8);
+    p.hstart = 10;
   } else if (major == 2 || major == 3) {
     if (n < 12) fail(what, "truncated npy v2 preamble");
-    hlen = data[8] | (static_cast<std::uint64_t>(data[9]) << 8) |
-           (static_cast<std::uint64_t>(data[10]) << 16) |
-           (static_cast<std::uint64_t>(data[11]) << 24);
-    hstart = 12;
+    p.hlen = data[8] | (static_cast<std::uint64_t>(data[9]) << 8) |
+             (static_cast<std::uint64_t>(data[10]) << 16) |
+             (static_cast<std::uint64_t>(data[11]) << 24);
+    p.hstart = 12;
   } else {
     fail(what, "unsupported npy format version " + std::to_string(major) + " (byte 6)");
   }
-  if (hlen > n - hstart)
-    fail(what, "npy header length " + std::to_string(hlen) + " runs past the end of the file (" +
+  if (p.hlen > n - p.hstart)
+    fail(what, "npy header length " + std::to_string(p.hlen) + " runs past the end of the file (" +
                    std::to_string(n) + " bytes)");
-  const std::string header(reinterpret_cast<const char*>(data + hstart), hlen);
+  return p;
+}
+
+struct NpyHeader {
+  std::string descr;
+  bool fortran;
+  std::vector<std::int64_t> shape;
+};
+
+// The dict literal; all three keys required, any other key refused.
+NpyHeader npy_header(const std::string& header, const std::string& what) {
   DictParser p(header, what);
   std::optional<std::string> descr;
   std::optional<bool> fortran;
@@ -434,39 +513,47 @@ Tensor parse_npy(const unsigned char* data, std::size_t n, const std::string& wh
     }
   }
   if (!descr || !fortran || !shape) fail(what, "npy header lacks descr, fortran_order or shape");
-  Tensor t;
-  t.name = what;
-  t.type_name = *descr;
-  t.shape = *shape;
-  const std::string& d = *descr;
-  if (d == "<f8")
-    t.type = ElemType::f64;
-  else if (d == "<f4")
-    t.type = ElemType::f32;
-  else if (d == "<f2")
-    t.type = ElemType::f16;
-  else if (d == "<i8")
-    t.type = ElemType::i64;
-  else if (d == "<i4")
-    t.type = ElemType::i32;
-  else if (!d.empty() && d[0] == '>')
+  return {*descr, *fortran, *shape};
+}
+
+ElemType npy_type(const std::string& d, const std::string& what) {
+  if (d == "<f8") return ElemType::f64;
+  if (d == "<f4") return ElemType::f32;
+  if (d == "<f2") return ElemType::f16;
+  if (d == "<i8") return ElemType::i64;
+  if (d == "<i4") return ElemType::i32;
+  if (!d.empty() && d[0] == '>')
     fail(what,
          "big-endian npy data ('" + d + "') is not supported; save with dtype.newbyteorder('<')");
-  else
-    fail(what, "unsupported npy dtype '" + d +
-                   "' (f64/f32/f16 values, int64/int32 positions; bf16 via safetensors)");
+  fail(what, "unsupported npy dtype '" + d +
+                 "' (f64/f32/f16 values, int64/int32 positions; bf16 via safetensors)");
+}
+
+}  // namespace
+
+Tensor parse_npy(const unsigned char* data, std::size_t n, const std::string& what,
+                 const Limits& limits) {
+  check_size(n, what, limits);
+  const NpyPreamble pre = npy_preamble(data, n, what);
+  const NpyHeader h =
+      npy_header(std::string(reinterpret_cast<const char*>(data + pre.hstart), pre.hlen), what);
+  Tensor t;
+  t.name = what;
+  t.type_name = h.descr;
+  t.shape = h.shape;
+  t.type = npy_type(h.descr, what);
   const auto numel = checked_numel(t.shape);
   if (!numel) fail(what, "npy shape " + shape_str(t.shape) + " is negative or overflows");
-  if (*fortran && t.shape.size() > 1)
+  if (h.fortran && t.shape.size() > 1)
     fail(what, "Fortran-ordered npy arrays are not supported; save np.ascontiguousarray(a)");
   const std::uint64_t eb = static_cast<std::uint64_t>(elem_bytes(t.type));
-  const std::uint64_t have = n - hstart - hlen;
+  const std::uint64_t have = n - pre.hstart - pre.hlen;
   if (static_cast<std::uint64_t>(*numel) > have / eb ||
       static_cast<std::uint64_t>(*numel) * eb != have)
     fail(what, "npy data is " + std::to_string(have) + " bytes, shape " + shape_str(t.shape) +
                    " x " + std::to_string(eb) + " bytes needs " +
                    std::to_string(static_cast<std::uint64_t>(*numel) * eb));
-  t.data.assign(data + hstart + hlen, data + n);
+  t.data.assign(data + pre.hstart + pre.hlen, data + n);
   return t;
 }
 

@@ -1,3 +1,17 @@
+// The core (src/core, ropecheck::core): the vocabulary every other layer reads; nothing of
+// ropecheck below it.
+//   spec.hpp    RopeSpec: layouts and their pairing, partial rotary, scaling variants, multi-axis
+//   dtype.hpp   the dtypes (f64 f32 f16 bf16), their traits (digits, emin, emax, u), bit patterns
+//   policy.hpp  a kernel's declared precision Policy, angle recipes, their names and JSON
+//   kernel.hpp  the Kernel interface, its call arguments (TensorArgs) and declared Domain
+// Adding a layout: the Layout enum and kAllLayouts below, its pairing in pair() / ladder() /
+// pair_axis(), its name and validation rules in spec.cpp; then plugin.h (its ABI number), the
+// kernels that implement it and the properties' spec generator (properties/lib/gen.hpp). The
+// reference, bounds, verify engine, reports and CLI read the pairing and the names from here.
+// Adding a dtype: dtype.hpp/.cpp (traits, bit patterns, kAllDtypes), its property translation
+// unit (properties/lib/props_<dtype>.cpp and the dtype lists in properties/CMakeLists.txt), and
+// the kernels that store it.
+//
 // RopeSpec: the single description of a RoPE configuration, read by the reference, the kernels,
 // the properties and the reports. It holds parameters only, no numerics: the reference computes
 // the inverse-frequency ladder in multiprecision, each kernel in its declared precision.
@@ -41,9 +55,8 @@ enum class Layout : int {
 // (attention) factor it implies. Named after the recipe where recipes differ; the formulas are in
 // spec.cpp (double, for kernels) and reference.cpp (multiprecision), each citing its recipe.
 //   none          theta'_i = theta_i
-//   linear        theta'_i = theta_i / factor                        (HF linear, vLLM
-//   LinearScaling) dynamic       HF dynamic NTK: base' = base (f L/L0 - (f - 1))^(d/(d-2)), L =
-//   max(seq_len, L0),
+//   linear        theta'_i = theta_i / factor                 (HF linear, vLLM LinearScaling)
+//   dynamic       HF dynamic NTK: base' = base (f L/L0 - (f - 1))^(d/(d-2)), L = max(seq_len, L0),
 //                 L0 = max_position_embeddings, d = the ladder dim. Length-dependent.
 //   yarn          HF _compute_yarn_parameters (ramp between theta/f and theta, magnitude =
 //                 attention factor with HF's precedence)

@@ -143,7 +143,7 @@ extern "C" {
  * pair bound of each call, since two compiled code paths may contract to FMA differently. */
 #define ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC 0x8u
 
-/* How the kernel turns (spec, position) into an angle (see Policy in ropecheck/kernel.hpp).
+/* How the kernel turns (spec, position) into an angle (see Policy in ropecheck/policy.hpp).
  *   POW_PRODUCT: theta_i = pow(base, -2i/rotary_dim) and angle = m * theta_i, both in `angle`.
  *   HF_F32:      inv_freq = 1 / base^(arange(0, rd, 2)/rd) in f32, angle = f32(m) * inv_freq.
  *   LADDER_F32:  ggml / llama.cpp CPU rope (ABI 3): theta_scale = powf(base, -2.0f/rd), then per
