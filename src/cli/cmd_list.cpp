@@ -1,9 +1,13 @@
 // `ropecheck list`: the built-in kernels with their declared policies, the dtypes, the layouts
 // and, with --hf-config, which kernel x dtype runs the model's spec; as text or JSON.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli.hpp"
 #include "ropecheck/kernels/registry.hpp"
@@ -42,21 +46,34 @@ nlohmann::json list_json(const std::optional<RopeSpec>& model, const std::string
   return j;
 }
 
+std::string policy_line(const nlohmann::json& p) {
+  std::string line = "angle " + p["angle"].get<std::string>() + " (" +
+                     p["recipe"].get<std::string>() + "), table " + p["table"].get<std::string>() +
+                     ", arithmetic " + p["arithmetic"].get<std::string>() +
+                     (p["fused"].get<bool>() ? " (fma)" : "");
+  if (!p["notes"].get<std::string>().empty()) line += "; " + p["notes"].get<std::string>();
+  return line;
+}
+
+// A kernel's policy once, with the dtypes that share it: "all dtypes: ..." when every dtype has
+// the same policy, else one line per distinct policy ("f32, f16, bf16: ...") in dtype order.
 void print_kernels(const nlohmann::json& kernels) {
   std::cout << "kernels:\n";
   for (const auto& kj : kernels) {
     std::cout << "  " << kj["name"].get<std::string>() << ": "
               << kj["description"].get<std::string>() << "\n";
+    std::vector<std::pair<std::string, std::string>> groups;  // (dtypes, policy line)
     for (Dtype d : kAllDtypes) {
-      const auto& p = kj["policy"][name(d)];
-      std::cout << "    " << name(d) << ": angle " << p["angle"].get<std::string>() << " ("
-                << p["recipe"].get<std::string>() << "), table " << p["table"].get<std::string>()
-                << ", arithmetic " << p["arithmetic"].get<std::string>()
-                << (p["fused"].get<bool>() ? " (fma)" : "");
-      if (!p["notes"].get<std::string>().empty())
-        std::cout << "; " << p["notes"].get<std::string>();
-      std::cout << "\n";
+      const std::string line = policy_line(kj["policy"][name(d)]);
+      auto g = std::find_if(groups.begin(), groups.end(),
+                            [&](const auto& e) { return e.second == line; });
+      if (g == groups.end())
+        groups.emplace_back(name(d), line);
+      else
+        g->first += std::string(", ") + name(d);
     }
+    for (const auto& [dtypes, line] : groups)
+      std::cout << "    " << (groups.size() == 1 ? "all dtypes" : dtypes) << ": " << line << "\n";
   }
 }
 

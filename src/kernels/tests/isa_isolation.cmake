@@ -19,8 +19,9 @@ execute_process(COMMAND "${OBJDUMP}" -d --no-show-raw-insn "${LIB}" OUTPUT_FILE 
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "${OBJDUMP} failed on ${LIB}")
 endif()
-# Function headers and VEX/EVEX instructions (their mnemonics start with v) only.
-file(STRINGS "${_dis}" _lines REGEX "^([0-9a-f]+ <[^>]+>:|[ ]+[0-9a-f]+:\tv[a-z])")
+# Function headers and VEX/EVEX instructions (their mnemonics start with v) only; GNU objdump puts
+# a tab right after the address, llvm-objdump (clang builds) spaces and then a tab.
+file(STRINGS "${_dis}" _lines REGEX "^([0-9a-f]+ <[^>]+>:|[ ]+[0-9a-f]+:[ ]*\tv[a-z])")
 set(_vex "")
 set(_fn "")
 set(_instructions 0)

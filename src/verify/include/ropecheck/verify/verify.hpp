@@ -114,8 +114,8 @@ enum class FindingKind { exceeds_bound, non_finite_output, passthrough_changed }
 struct Finding {
   FindingKind kind = FindingKind::exceeds_bound;
   Location where;
-  std::string
-      what;  // the explanation, e.g. "error 3.1 u > bound 2.05 u; got (...), expected (...)"
+  // The explanation, e.g. "error 3.1 u > bound 2.05 u; got (...), expected (...) from x = (...)".
+  std::string what;
   std::string message() const { return where.text() + ": " + what; }
 };
 
