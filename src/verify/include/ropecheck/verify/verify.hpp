@@ -137,9 +137,6 @@ struct Summary {
 
   void add_pair(const PairCheck& p, const Location& at);
   void add_finding(Finding f);
-  // Folds a summary of later work into this one (deterministic: same result as one pass in
-  // order when `later` holds the work that came after).
-  void merge(const Summary& later);
   bool passed() const { return failures == 0; }
 };
 
