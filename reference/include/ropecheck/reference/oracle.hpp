@@ -1,0 +1,120 @@
+// The two-tier oracle: a fast path in double-double arithmetic with a rigorous a-priori error
+// bound per element, and the MPFR reference (reference.hpp) as the accurate path, taken only where
+// the fast path cannot certify an answer. Every answer is a double that equals, bit for bit, what
+// the MPFR-only path gives (a Ziv rounding test decides, per element, whether the fast value's
+// error interval rounds to one double); the MPFR path is forced with OracleMode::mpfr.
+//
+// Contract (the error analysis is in oracle.cpp, next to the code it bounds):
+//   valid input     integer positions |m| < 2^62, spec normalized, any finite x
+//   fast path       cos, sin of m theta_i to <= 2^-100 absolute (theta_i: the MPFR ladder's value,
+//                   reduced mod 2 pi in 192-bit fixed point), s * (c x_a - s x_b) to
+//                   <= 2^-98.5 s (|x_a| + |x_b|); plus the MPFR path's own rounding (a few
+//                   2^-precision relative, and 2^-precision |m theta_i| for its angle).
+//   fallback        when a rounding test fails (an answer within the error of a rounding
+//                   boundary), an input is not finite or outside [2^-900, 2^900] in magnitude, or
+//                   the magnitude s is not in [2^-900, 2^900]: the vector is recomputed by
+//                   reference::apply_cached (its trig shared per position) and answered from MP.
+//   f64             a difference of an f64 output from its exact value is ~2^-54 |x|, below the
+//                   fast path's resolution: f64 answers fall back by design (counted like all).
+// Objects: an Oracle per spec (immutable after construction, shared by threads; counters are
+// atomic), a Rotation per position tuple (the per-pair cos/sin every head at that position shares;
+// immutable), an ExactVector per input vector (one thread; its MPFR fallback is lazy).
+#pragma once
+
+#include "ropecheck/dtype.hpp"
+#include "ropecheck/reference/reference.hpp"
+#include "ropecheck/spec.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ropecheck::reference {
+
+enum class OracleMode { fast, mpfr };
+
+class ExactVector;
+class Rotation;
+
+class Oracle {
+ public:
+  // spec must be normalized. The MPFR ladder and the fixed-point constants are computed here, at
+  // the current reference precision (precision_bits()).
+  explicit Oracle(const RopeSpec& spec, OracleMode mode = OracleMode::fast);
+  ~Oracle();
+  Oracle(const Oracle&) = delete;
+  Oracle& operator=(const Oracle&) = delete;
+
+  const RopeSpec& spec() const;
+  OracleMode mode() const;
+
+  // The rotation at one position tuple: positions holds 1 value (every axis there) or
+  // spec.n_axes() values. Throws std::invalid_argument for another count.
+  Rotation at(const std::vector<std::int64_t>& positions) const;
+
+  // Vectors answered so far, and how many of them needed MPFR (counted once per vector).
+  std::int64_t vectors() const { return vectors_.load(std::memory_order_relaxed); }
+  std::int64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
+
+  struct Impl;
+
+ private:
+  friend class Rotation;
+  friend class ExactVector;
+  std::unique_ptr<Impl> impl_;
+  mutable std::atomic<std::int64_t> vectors_{0}, fallbacks_{0};
+};
+
+// cos/sin of every pair at one position tuple (double-double, with their error bound). Holds a
+// reference to its Oracle, which must outlive it.
+class Rotation {
+ public:
+  // The exact rotation of x (spec.head_dim values, exact dtype values as doubles). `out` is reused
+  // (no allocation once it has held a vector of this size).
+  void apply(const double* x, ExactVector& out) const;
+  ExactVector apply(const double* x) const;
+  const std::vector<std::int64_t>& positions() const { return positions_; }
+
+ private:
+  friend class Oracle;
+  friend class ExactVector;
+  const Oracle* oracle_ = nullptr;
+  std::vector<std::int64_t> positions_;                  // one per axis
+  std::vector<double> c_hi_, c_lo_, s_hi_, s_lo_, err_;  // per pair; err_: absolute bound
+  bool mpfr_only_ = false;  // the fast path cannot serve this position (mode, huge positions)
+};
+
+// R_m x for one vector: each answer a double identical to the MPFR path's.
+class ExactVector {
+ public:
+  ExactVector();
+  ~ExactVector();
+  ExactVector(ExactVector&&) noexcept;
+  ExactVector& operator=(ExactVector&&) noexcept;
+
+  std::int64_t size() const { return static_cast<std::int64_t>(x_.size()); }
+  // RN_double(got - exact_j), as static_cast<double>(exact(got) - mp(j)) gives it. The sign of a
+  // zero difference is not specified. got must be finite.
+  double diff(std::int64_t j, double got) const;
+  // round_to(mp(j), d): exact_j rounded once into d.
+  double rounded(std::int64_t j, Dtype d) const;
+  // RN_double(exact_j) (= rounded(j, Dtype::f64)).
+  double value(std::int64_t j) const { return rounded(j, Dtype::f64); }
+  // The MP value (computes the MPFR vector on first use: messages, ULP statistics of cancelling
+  // elements). Counts as a fallback.
+  const Mp& mp(std::int64_t j) const;
+  const MpVector& mp_all() const;
+  bool used_mpfr() const { return mp_ != nullptr; }
+
+ private:
+  friend class Rotation;
+  void fall_back() const;
+  const Rotation* rot_ = nullptr;
+  std::vector<double> x_;                 // the input (for the fallback)
+  std::vector<double> hi_, lo_, err_;     // fast value hi + lo, |exact - (hi + lo)| <= err
+  bool fast_ = false;                     // hi_/lo_/err_ are valid
+  mutable std::unique_ptr<MpVector> mp_;  // the MPFR vector, once computed
+};
+
+}  // namespace ropecheck::reference
