@@ -28,6 +28,27 @@ PairCheck PairChecker::check(std::int64_t pair, double position, double x_a, dou
                              double got_a, double got_b, const Mp& exact_a,
                              const Mp& exact_b) const {
   constexpr double inf = std::numeric_limits<double>::infinity();
+  const bool finite = std::isfinite(got_a) && std::isfinite(got_b);
+  // Non-finite outputs: MP arithmetic would give NaN for inf - inf; the error is infinite.
+  const double da = finite ? static_cast<double>(reference::exact(got_a) - exact_a) : inf;
+  const double db = finite ? static_cast<double>(reference::exact(got_b) - exact_b) : inf;
+  return check_diffs(pair, position, x_a, x_b, got_a, got_b, da, db);
+}
+
+PairCheck PairChecker::check(std::int64_t pair, double position, double x_a, double x_b,
+                             double got_a, double got_b,
+                             const reference::ExactVector& exact) const {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const bool finite = std::isfinite(got_a) && std::isfinite(got_b);
+  const auto [a, b] = spec_.pair(pair);
+  const double da = finite ? exact.diff(a, got_a) : inf;
+  const double db = finite ? exact.diff(b, got_b) : inf;
+  return check_diffs(pair, position, x_a, x_b, got_a, got_b, da, db);
+}
+
+PairCheck PairChecker::check_diffs(std::int64_t pair, double position, double x_a, double x_b,
+                                   double got_a, double got_b, double da, double db) const {
+  constexpr double inf = std::numeric_limits<double>::infinity();
   PairCheck r;
   r.pair = pair;
   const auto [a, b] = spec_.pair(pair);
@@ -36,9 +57,6 @@ PairCheck PairChecker::check(std::int64_t pair, double position, double x_a, dou
   r.got_nan = std::isnan(got_a) || std::isnan(got_b);
   r.got_inf = std::isinf(got_a) || std::isinf(got_b);
   r.finite = !r.got_nan && !r.got_inf;
-  // Non-finite outputs: MP arithmetic would give NaN for inf - inf; the error is infinite.
-  const double da = r.finite ? static_cast<double>(reference::exact(got_a) - exact_a) : inf;
-  const double db = r.finite ? static_cast<double>(reference::exact(got_b) - exact_b) : inf;
   r.error_abs = std::hypot(da, db);
   r.scaled_norm = magnitude_ * std::hypot(x_a, x_b);
   r.error_u = pair_error_u(da, db, x_a, x_b, magnitude_, u_);
@@ -56,20 +74,53 @@ bool VectorCheck::ok() const {
   return true;
 }
 
-VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& positions,
-                         const double* x, const double* got, const reference::MpVector& exact) {
+namespace {
+PairCheck check_one(const PairChecker& c, std::int64_t i, double m, const double* x,
+                    const double* got, const reference::MpVector& exact) {
+  const auto [a, b] = c.spec().pair(i);
+  return c.check(i, m, x[a], x[b], got[a], got[b], exact[a], exact[b]);
+}
+PairCheck check_one(const PairChecker& c, std::int64_t i, double m, const double* x,
+                    const double* got, const reference::ExactVector& exact) {
+  const auto [a, b] = c.spec().pair(i);
+  return c.check(i, m, x[a], x[b], got[a], got[b], exact);
+}
+
+// One definition for both exact types.
+template <class Exact>
+void check_vector_with(VectorCheck& v, const PairChecker& c,
+                       const std::vector<std::int64_t>& positions, const double* x,
+                       const double* got, const Exact& exact) {
   const RopeSpec& spec = c.spec();
-  VectorCheck v;
+  v.passthrough_changed.clear();
+  v.pairs.clear();
   for (std::int64_t j = 0; j < spec.head_dim; ++j)
     if (spec.is_passthrough(j) && bits_of(got[j], c.dtype()) != bits_of(x[j], c.dtype()))
       v.passthrough_changed.push_back(j);
   v.pairs.reserve(static_cast<std::size_t>(spec.n_pairs()));
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
-    const auto [a, b] = spec.pair(i);
     const std::size_t ax = positions.size() == 1 ? 0 : static_cast<std::size_t>(spec.pair_axis(i));
-    v.pairs.push_back(c.check(i, static_cast<double>(positions[ax]), x[a], x[b], got[a], got[b],
-                              exact[a], exact[b]));
+    v.pairs.push_back(check_one(c, i, static_cast<double>(positions[ax]), x, got, exact));
   }
+}
+}  // namespace
+
+VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& positions,
+                         const double* x, const double* got, const reference::MpVector& exact) {
+  VectorCheck v;
+  check_vector_with(v, c, positions, x, got, exact);
+  return v;
+}
+
+void check_vector(VectorCheck& v, const PairChecker& c, const std::vector<std::int64_t>& positions,
+                  const double* x, const double* got, const reference::ExactVector& exact) {
+  check_vector_with(v, c, positions, x, got, exact);
+}
+
+VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& positions,
+                         const double* x, const double* got, const reference::ExactVector& exact) {
+  VectorCheck v;
+  check_vector_with(v, c, positions, x, got, exact);
   return v;
 }
 

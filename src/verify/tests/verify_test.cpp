@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <random>
 
 namespace ropecheck::verify {
 namespace {
@@ -218,6 +220,68 @@ TEST(VerifyAddVector, KeepsTheFirstFindingsAndCountsAll) {
   EXPECT_EQ(all.failures, 4);
   ASSERT_EQ(all.findings.size(), 2u);
   EXPECT_EQ(all.findings[1].where.pair, 1);
+}
+
+// ---- the oracle's fast path gives the same checks as MP values ---------------------------------
+
+// Every figure of check_vector / add_vector from a reference::ExactVector must be the double the
+// MpVector path gives: outputs correctly rounded, a few ulps off, from the wrong position (found
+// out of bound, explained from MP values), NaN; f64 (which falls back) and the 2-byte dtypes.
+TEST(VerifyOracle, ExactVectorChecksEqualMpVectorChecks) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> nd(0, 1);
+  std::uniform_int_distribution<int> ulps(-3, 3), pick(0, 15);
+  long pairs = 0, failures = 0;
+  for (Layout l : {Layout::interleaved, Layout::half}) {
+    const RopeSpec s = make_spec(64, 48, l);
+    const ref::Oracle oracle(s);
+    for (Dtype d : kAllDtypes) {
+      const PairChecker c(f32_policy(), s, d);
+      Summary fast, slow;
+      for (std::int64_t m : {std::int64_t{3}, std::int64_t{40000}, std::int64_t{1} << 33}) {
+        const ref::Rotation rot = oracle.at({m});
+        for (int v = 0; v < 8; ++v) {
+          std::vector<double> x(64), got(64);
+          for (auto& e : x) e = round_to_dtype(nd(rng), d);
+          const ref::MpVector ex = ref::apply_blocked(s, ref::Mp(m), x);
+          const ref::MpVector off = ref::apply_blocked(s, ref::Mp(m + 1), x);
+          for (std::size_t j = 0; j < 64; ++j) {
+            const double r = ref::round_to(ex(static_cast<Eigen::Index>(j)), d);
+            got[j] = r + ulps(rng) * ref::ulp(r, d);
+            if (pick(rng) == 0) got[j] = ref::round_to(off(static_cast<Eigen::Index>(j)), d);
+            if (s.is_passthrough(static_cast<std::int64_t>(j))) got[j] = x[j];
+          }
+          if (v == 5) got[3] = kNaN;
+          const ref::ExactVector e = rot.apply(x.data());
+          const VectorCheck a = check_vector(c, {m}, x.data(), got.data(), e);
+          const VectorCheck b = check_vector(c, {m}, x.data(), got.data(), ex);
+          ASSERT_EQ(a.pairs.size(), b.pairs.size());
+          for (std::size_t i = 0; i < a.pairs.size(); ++i) {
+            const PairCheck &p = a.pairs[i], &q = b.pairs[i];
+            for (auto [u, w] : {std::pair{p.error_abs, q.error_abs},
+                                {p.error_u, q.error_u},
+                                {p.bound_abs, q.bound_abs},
+                                {p.utilization, q.utilization}})
+              EXPECT_EQ(std::bit_cast<std::uint64_t>(u), std::bit_cast<std::uint64_t>(w))
+                  << name(d) << " position " << m << " pair " << i << ": " << u << " vs " << w;
+            EXPECT_EQ(p.within(), q.within());
+            ++pairs;
+          }
+          add_vector(fast, c, a, token_head(v, 0), x.data(), got.data(), e);
+          add_vector(slow, c, b, token_head(v, 0), x.data(), got.data(), ex);
+        }
+      }
+      EXPECT_EQ(fast.failures, slow.failures);
+      failures += slow.failures;
+      EXPECT_EQ(fast.max_error_u, slow.max_error_u);
+      EXPECT_EQ(fast.max_error_at.text(), slow.max_error_at.text());
+      ASSERT_EQ(fast.findings.size(), slow.findings.size());
+      for (std::size_t k = 0; k < fast.findings.size(); ++k)
+        EXPECT_EQ(fast.findings[k].message(), slow.findings[k].message());
+    }
+  }
+  EXPECT_GT(pairs, 4000);
+  EXPECT_GT(failures, 20);  // the wrong-position and NaN outputs were judged, not just passed
 }
 
 }  // namespace

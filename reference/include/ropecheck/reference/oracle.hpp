@@ -41,7 +41,10 @@ class Oracle {
  public:
   // spec must be normalized. The MPFR ladder and the fixed-point constants are computed here, at
   // the current reference precision (precision_bits()).
-  explicit Oracle(const RopeSpec& spec, OracleMode mode = OracleMode::fast);
+  // error_scale multiplies every error bound of the fast path: 1 in every real use; the
+  // cross-check test sets it below 1 to show that an understated bound is caught.
+  explicit Oracle(const RopeSpec& spec, OracleMode mode = OracleMode::fast,
+                  double error_scale = 1.0);
   ~Oracle();
   Oracle(const Oracle&) = delete;
   Oracle& operator=(const Oracle&) = delete;
@@ -52,6 +55,8 @@ class Oracle {
   // The rotation at one position tuple: positions holds 1 value (every axis there) or
   // spec.n_axes() values. Throws std::invalid_argument for another count.
   Rotation at(const std::vector<std::int64_t>& positions) const;
+  // The same into `out`, reusing its storage (no allocation once it has held this spec's).
+  void at(const std::vector<std::int64_t>& positions, Rotation& out) const;
 
   // Vectors answered so far, and how many of them needed MPFR (counted once per vector).
   std::int64_t vectors() const { return vectors_.load(std::memory_order_relaxed); }
@@ -106,6 +111,13 @@ class ExactVector {
   const Mp& mp(std::int64_t j) const;
   const MpVector& mp_all() const;
   bool used_mpfr() const { return mp_ != nullptr; }
+  // Diagnostics (tests, benchmarks): the fast value of element j, hi + lo, and its error bound;
+  // valid = false when the vector has no fast value (mode mpfr, input or position out of range).
+  struct FastValue {
+    double hi = 0, lo = 0, err = 0;
+    bool valid = false;
+  };
+  FastValue fast_value(std::int64_t j) const;
 
  private:
   friend class Rotation;

@@ -13,8 +13,11 @@
 //   add_vector    one checked vector into a Summary: figures per pair, a located Finding per
 //                 failure (record.cpp)
 //   compare_vector  ULP statistics of one output vector and its pair figure (`eval`; compare.cpp)
-// Adding a front end: build a PairChecker per (policy, spec, dtype), call check_vector per vector
-// with the exact output from reference::apply_blocked / apply_cached, feed a Summary.
+// Adding a front end: build a PairChecker per (policy, spec, dtype) and a reference::Oracle per
+// spec; per position tuple take oracle.at(positions) once, per vector rot.apply(x, exact) and
+// check_vector, feed a Summary. The ExactVector overloads give the same figures, bit for bit, as
+// the MpVector ones (the oracle's rounding test guarantees it; oracle.hpp) at a fraction of the
+// cost; the MpVector overloads stay for callers that hold MP values anyway.
 //
 // Units: errors and bounds of a pair are relative to s * ||x_pair|| (s: the spec's magnitude,
 // attention factor included) in units of the storage dtype's unit roundoff u = 2^-p.
@@ -29,6 +32,7 @@
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/dtype.hpp"
 #include "ropecheck/policy.hpp"
+#include "ropecheck/reference/oracle.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/spec.hpp"
 
@@ -70,6 +74,9 @@ class PairChecker {
   // position: the position of the pair's axis (spec.pair_axis(pair) for multi-axis specs).
   PairCheck check(std::int64_t pair, double position, double x_a, double x_b, double got_a,
                   double got_b, const Mp& exact_a, const Mp& exact_b) const;
+  // The same check with the exact pair as an oracle answer (elements spec.pair(pair) of exact).
+  PairCheck check(std::int64_t pair, double position, double x_a, double x_b, double got_a,
+                  double got_b, const reference::ExactVector& exact) const;
   // The bound alone (no output yet), e.g. for an utilization histogram.
   bounds::PairBound bound(std::int64_t pair, double position) const;
   const Policy& policy() const { return policy_; }
@@ -79,6 +86,9 @@ class PairChecker {
   double u() const { return u_; }
 
  private:
+  // The check once the differences got - exact (rounded once to double) are known.
+  PairCheck check_diffs(std::int64_t pair, double position, double x_a, double x_b, double got_a,
+                        double got_b, double diff_a, double diff_b) const;
   Policy policy_;
   RopeSpec spec_;
   Dtype dtype_;
@@ -95,6 +105,11 @@ struct VectorCheck {
 };
 VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& positions,
                          const double* x, const double* got, const reference::MpVector& exact);
+VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& positions,
+                         const double* x, const double* got, const reference::ExactVector& exact);
+// As above, reusing v's storage (no allocation once v has held a vector of this spec).
+void check_vector(VectorCheck& v, const PairChecker& c, const std::vector<std::int64_t>& positions,
+                  const double* x, const double* got, const reference::ExactVector& exact);
 
 // ---- located findings and the running summary ---------------------------------------------------
 struct Location {
@@ -148,8 +163,11 @@ inline bool worse(double v, double cur) { return !(cur != cur) && ((v != v) || v
 // maximum's location reads "..., pair 5"), and a Finding per changed pass-through element and per
 // pair out of bound, explained by explain_passthrough / explain_pair. A NaN output is explained as
 // a NaN error ("error is NaN (got a NaN output)"), where the verdict counts it as infinite.
+// A failure past the first s.keep is counted but not explained (its MP values are not needed).
 void add_vector(Summary& s, const PairChecker& c, const VectorCheck& v, const Location& at,
                 const double* x, const double* got, const reference::MpVector& exact);
+void add_vector(Summary& s, const PairChecker& c, const VectorCheck& v, const Location& at,
+                const double* x, const double* got, const reference::ExactVector& exact);
 
 // ---- error statistics of one output vector (reported, not gated) -------------------------------
 // For `eval`: per-element ULP errors against the exact output (they explode where a component
