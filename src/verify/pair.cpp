@@ -32,10 +32,16 @@ PairCheck PairChecker::check(std::int64_t pair, double position, double x_a, dou
   // Non-finite outputs: MP arithmetic would give NaN for inf - inf; the error is infinite.
   const double da = finite ? static_cast<double>(reference::exact(got_a) - exact_a) : inf;
   const double db = finite ? static_cast<double>(reference::exact(got_b) - exact_b) : inf;
-  return check_diffs(pair, position, x_a, x_b, got_a, got_b, da, db);
+  return check_diffs(bound(pair, position), pair, x_a, x_b, got_a, got_b, da, db);
 }
 
 PairCheck PairChecker::check(std::int64_t pair, double position, double x_a, double x_b,
+                             double got_a, double got_b,
+                             const reference::ExactVector& exact) const {
+  return check(bound(pair, position), pair, x_a, x_b, got_a, got_b, exact);
+}
+
+PairCheck PairChecker::check(const bounds::PairBound& pb, std::int64_t pair, double x_a, double x_b,
                              double got_a, double got_b,
                              const reference::ExactVector& exact) const {
   constexpr double inf = std::numeric_limits<double>::infinity();
@@ -43,11 +49,21 @@ PairCheck PairChecker::check(std::int64_t pair, double position, double x_a, dou
   const auto [a, b] = spec_.pair(pair);
   const double da = finite ? exact.diff(a, got_a) : inf;
   const double db = finite ? exact.diff(b, got_b) : inf;
-  return check_diffs(pair, position, x_a, x_b, got_a, got_b, da, db);
+  return check_diffs(pb, pair, x_a, x_b, got_a, got_b, da, db);
 }
 
-PairCheck PairChecker::check_diffs(std::int64_t pair, double position, double x_a, double x_b,
-                                   double got_a, double got_b, double da, double db) const {
+void PairChecker::bounds_at(const std::vector<std::int64_t>& positions,
+                            std::vector<bounds::PairBound>& out) const {
+  out.resize(static_cast<std::size_t>(spec_.n_pairs()));
+  for (std::int64_t i = 0; i < spec_.n_pairs(); ++i) {
+    const std::size_t ax = positions.size() == 1 ? 0 : static_cast<std::size_t>(spec_.pair_axis(i));
+    out[static_cast<std::size_t>(i)] = bound(i, static_cast<double>(positions[ax]));
+  }
+}
+
+PairCheck PairChecker::check_diffs(const bounds::PairBound& pb, std::int64_t pair, double x_a,
+                                   double x_b, double got_a, double got_b, double da,
+                                   double db) const {
   constexpr double inf = std::numeric_limits<double>::infinity();
   PairCheck r;
   r.pair = pair;
@@ -59,8 +75,12 @@ PairCheck PairChecker::check_diffs(std::int64_t pair, double position, double x_
   r.finite = !r.got_nan && !r.got_inf;
   r.error_abs = std::hypot(da, db);
   r.scaled_norm = magnitude_ * std::hypot(x_a, x_b);
-  r.error_u = pair_error_u(da, db, x_a, x_b, magnitude_, u_);
-  const auto pb = bound(pair, position);
+  // pair_error_u(da, db, x_a, x_b, magnitude_, u_) from the two hypots already taken: the same
+  // operations on the same doubles (hypot is the costly part of a check).
+  if (r.scaled_norm == 0)
+    r.error_u = r.error_abs == 0 ? 0.0 : inf;
+  else
+    r.error_u = r.error_abs / r.scaled_norm / u_;
   r.bound_abs = pb.abs(r.scaled_norm);
   r.bound_u = pb.total_u(r.scaled_norm);
   r.utilization = r.bound_abs > 0 ? r.error_abs / r.bound_abs : (r.error_abs > 0 ? inf : 0.0);
@@ -75,6 +95,14 @@ bool VectorCheck::ok() const {
 }
 
 namespace {
+void check_passthrough(VectorCheck& v, const PairChecker& c, const double* x, const double* got) {
+  const RopeSpec& spec = c.spec();
+  if (spec.layout != Layout::proportional && spec.rotary_dim == spec.head_dim) return;
+  for (std::int64_t j = 0; j < spec.head_dim; ++j)
+    if (spec.is_passthrough(j) && bits_of(got[j], c.dtype()) != bits_of(x[j], c.dtype()))
+      v.passthrough_changed.push_back(j);
+}
+
 PairCheck check_one(const PairChecker& c, std::int64_t i, double m, const double* x,
                     const double* got, const reference::MpVector& exact) {
   const auto [a, b] = c.spec().pair(i);
@@ -94,10 +122,7 @@ void check_vector_with(VectorCheck& v, const PairChecker& c,
   const RopeSpec& spec = c.spec();
   v.passthrough_changed.clear();
   v.pairs.clear();
-  for (std::int64_t j = 0; j < spec.head_dim; ++j)
-    if (spec.is_passthrough(j) && bits_of(got[j], c.dtype()) != bits_of(x[j], c.dtype()))
-      v.passthrough_changed.push_back(j);
-  v.pairs.reserve(static_cast<std::size_t>(spec.n_pairs()));
+  check_passthrough(v, c, x, got);
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const std::size_t ax = positions.size() == 1 ? 0 : static_cast<std::size_t>(spec.pair_axis(i));
     v.pairs.push_back(check_one(c, i, static_cast<double>(positions[ax]), x, got, exact));
@@ -112,9 +137,18 @@ VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& 
   return v;
 }
 
-void check_vector(VectorCheck& v, const PairChecker& c, const std::vector<std::int64_t>& positions,
-                  const double* x, const double* got, const reference::ExactVector& exact) {
-  check_vector_with(v, c, positions, x, got, exact);
+void check_vector(VectorCheck& v, const PairChecker& c,
+                  const std::vector<bounds::PairBound>& bounds_at_position, const double* x,
+                  const double* got, const reference::ExactVector& exact) {
+  const RopeSpec& spec = c.spec();
+  v.passthrough_changed.clear();
+  v.pairs.clear();
+  check_passthrough(v, c, x, got);
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+    const auto [a, b] = spec.pair(i);
+    v.pairs.push_back(c.check(bounds_at_position[static_cast<std::size_t>(i)], i, x[a], x[b],
+                              got[a], got[b], exact));
+  }
 }
 
 VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& positions,

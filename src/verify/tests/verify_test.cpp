@@ -255,7 +255,12 @@ TEST(VerifyOracle, ExactVectorChecksEqualMpVectorChecks) {
           const ref::ExactVector e = rot.apply(x.data());
           const VectorCheck a = check_vector(c, {m}, x.data(), got.data(), e);
           const VectorCheck b = check_vector(c, {m}, x.data(), got.data(), ex);
+          std::vector<bounds::PairBound> at_m;  // the per-position bounds variant
+          c.bounds_at({m}, at_m);
+          VectorCheck a2;
+          check_vector(a2, c, at_m, x.data(), got.data(), e);
           ASSERT_EQ(a.pairs.size(), b.pairs.size());
+          ASSERT_EQ(a2.pairs.size(), b.pairs.size());
           for (std::size_t i = 0; i < a.pairs.size(); ++i) {
             const PairCheck &p = a.pairs[i], &q = b.pairs[i];
             for (auto [u, w] : {std::pair{p.error_abs, q.error_abs},
@@ -265,6 +270,8 @@ TEST(VerifyOracle, ExactVectorChecksEqualMpVectorChecks) {
               EXPECT_EQ(std::bit_cast<std::uint64_t>(u), std::bit_cast<std::uint64_t>(w))
                   << name(d) << " position " << m << " pair " << i << ": " << u << " vs " << w;
             EXPECT_EQ(p.within(), q.within());
+            EXPECT_EQ(std::bit_cast<std::uint64_t>(a2.pairs[i].utilization),
+                      std::bit_cast<std::uint64_t>(q.utilization));
             ++pairs;
           }
           add_vector(fast, c, a, token_head(v, 0), x.data(), got.data(), e);

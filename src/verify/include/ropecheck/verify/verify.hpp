@@ -77,8 +77,15 @@ class PairChecker {
   // The same check with the exact pair as an oracle answer (elements spec.pair(pair) of exact).
   PairCheck check(std::int64_t pair, double position, double x_a, double x_b, double got_a,
                   double got_b, const reference::ExactVector& exact) const;
+  // The same check with the pair's bound given (computed once per position: bounds_at).
+  PairCheck check(const bounds::PairBound& bound, std::int64_t pair, double x_a, double x_b,
+                  double got_a, double got_b, const reference::ExactVector& exact) const;
   // The bound alone (no output yet), e.g. for an utilization histogram.
   bounds::PairBound bound(std::int64_t pair, double position) const;
+  // Every pair's bound at one position tuple (1 value: every axis there, or one per axis): the
+  // same for every vector at that position, so a front end computes them once per token.
+  void bounds_at(const std::vector<std::int64_t>& positions,
+                 std::vector<bounds::PairBound>& out) const;
   const Policy& policy() const { return policy_; }
   const RopeSpec& spec() const { return spec_; }
   Dtype dtype() const { return dtype_; }
@@ -87,8 +94,8 @@ class PairChecker {
 
  private:
   // The check once the differences got - exact (rounded once to double) are known.
-  PairCheck check_diffs(std::int64_t pair, double position, double x_a, double x_b, double got_a,
-                        double got_b, double diff_a, double diff_b) const;
+  PairCheck check_diffs(const bounds::PairBound& bound, std::int64_t pair, double x_a, double x_b,
+                        double got_a, double got_b, double diff_a, double diff_b) const;
   Policy policy_;
   RopeSpec spec_;
   Dtype dtype_;
@@ -107,9 +114,12 @@ VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& 
                          const double* x, const double* got, const reference::MpVector& exact);
 VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& positions,
                          const double* x, const double* got, const reference::ExactVector& exact);
-// As above, reusing v's storage (no allocation once v has held a vector of this spec).
-void check_vector(VectorCheck& v, const PairChecker& c, const std::vector<std::int64_t>& positions,
-                  const double* x, const double* got, const reference::ExactVector& exact);
+// As above with the bounds of c.bounds_at(positions), reusing v's storage (no allocation once v
+// has held a vector of this spec): the per-vector cost of a front end that checks many vectors
+// (heads, batch rows) at one position.
+void check_vector(VectorCheck& v, const PairChecker& c,
+                  const std::vector<bounds::PairBound>& bounds_at_position, const double* x,
+                  const double* got, const reference::ExactVector& exact);
 
 // ---- located findings and the running summary ---------------------------------------------------
 struct Location {
