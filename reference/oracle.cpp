@@ -381,7 +381,8 @@ void Oracle::at(const std::vector<std::int64_t>& positions, Rotation& r) const {
 void Rotation::apply(const double* x, ExactVector& out) const {
   const RopeSpec& spec = oracle_->spec();
   const auto n = static_cast<std::size_t>(spec.head_dim);
-  out.rot_ = this;
+  out.oracle_ = oracle_;
+  out.positions_.assign(positions_.begin(), positions_.end());
   out.x_.assign(x, x + n);
   out.mp_.reset();
   oracle_->vectors_.fetch_add(1, std::memory_order_relaxed);
@@ -424,15 +425,18 @@ ExactVector::~ExactVector() = default;
 ExactVector::ExactVector(ExactVector&&) noexcept = default;
 ExactVector& ExactVector::operator=(ExactVector&&) noexcept = default;
 
-void ExactVector::fall_back() const {
+void ExactVector::fall_back(bool certificate) const {
   if (mp_) return;
-  const RopeSpec& spec = rot_->oracle_->spec();
+  const RopeSpec& spec = oracle_->spec();
   Positions p;
-  const auto& pos = rot_->positions_;
+  const auto& pos = positions_;
   for (std::int64_t a = 0; a < spec.n_axes(); ++a)
     p.push_back(Mp(static_cast<long long>(pos.size() == 1 ? pos[0] : pos[a])));
   mp_ = std::make_unique<MpVector>(apply_cached(spec, p, x_));
-  rot_->oracle_->fallbacks_.fetch_add(1, std::memory_order_relaxed);
+  // A vector without a fast value (mode mpfr, input or position out of range) counts as a
+  // fallback whichever question came first.
+  (certificate || !fast_ ? oracle_->fallbacks_ : oracle_->mp_requests_)
+      .fetch_add(1, std::memory_order_relaxed);
 }
 
 double ExactVector::diff(std::int64_t j, double got) const {
@@ -451,7 +455,7 @@ double ExactVector::diff(std::int64_t j, double got) const {
       if (std::fabs(rest) + e < gap) return d.hi;
     }
   }
-  fall_back();
+  fall_back(true);
   return static_cast<double>(exact(got) - (*mp_)(j));
 }
 
@@ -466,7 +470,7 @@ double ExactVector::rounded(std::int64_t j, Dtype d) const {
       if (std::fabs(delta) + e < gap) return c;
     }
   }
-  fall_back();
+  fall_back(true);
   return round_to((*mp_)(j), d);
 }
 
@@ -477,12 +481,12 @@ ExactVector::FastValue ExactVector::fast_value(std::int64_t j) const {
 }
 
 const Mp& ExactVector::mp(std::int64_t j) const {
-  fall_back();
+  fall_back(false);
   return (*mp_)(j);
 }
 
 const MpVector& ExactVector::mp_all() const {
-  fall_back();
+  fall_back(false);
   return *mp_;
 }
 

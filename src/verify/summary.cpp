@@ -20,4 +20,23 @@ void Summary::add_finding(Finding f) {
   if (findings.size() < keep) findings.push_back(std::move(f));
 }
 
+void Summary::append(const Summary& l) {
+  vectors += l.vectors;
+  pairs += l.pairs;
+  failures += l.failures;
+  if (l.any) {
+    if (!any || worse(l.max_error_u, max_error_u)) {
+      max_error_u = l.max_error_u;
+      max_error_at = l.max_error_at;
+    }
+    if (!any || worse(l.max_utilization, max_utilization)) {
+      max_utilization = l.max_utilization;
+      max_utilization_at = l.max_utilization_at;
+    }
+    any = true;
+  }
+  for (const auto& f : l.findings)
+    if (findings.size() < keep) findings.push_back(f);
+}
+
 }  // namespace ropecheck::verify

@@ -58,9 +58,13 @@ class Oracle {
   // The same into `out`, reusing its storage (no allocation once it has held this spec's).
   void at(const std::vector<std::int64_t>& positions, Rotation& out) const;
 
-  // Vectors answered so far, and how many of them needed MPFR (counted once per vector).
+  // Vectors answered so far; how many of them needed MPFR because the fast path could not
+  // certify an answer (diff / rounded; a function of the vector alone, so the count is the same
+  // whatever the threads or chunking); and how many had their MP values asked for by mp() /
+  // mp_all() without such a fallback (messages: depends on how many findings are explained).
   std::int64_t vectors() const { return vectors_.load(std::memory_order_relaxed); }
   std::int64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
+  std::int64_t mp_requests() const { return mp_requests_.load(std::memory_order_relaxed); }
 
   struct Impl;
 
@@ -68,11 +72,11 @@ class Oracle {
   friend class Rotation;
   friend class ExactVector;
   std::unique_ptr<Impl> impl_;
-  mutable std::atomic<std::int64_t> vectors_{0}, fallbacks_{0};
+  mutable std::atomic<std::int64_t> vectors_{0}, fallbacks_{0}, mp_requests_{0};
 };
 
 // cos/sin of every pair at one position tuple (double-double, with their error bound). Holds a
-// reference to its Oracle, which must outlive it.
+// pointer to its Oracle, which must outlive it (and every ExactVector made from it).
 class Rotation {
  public:
   // The exact rotation of x (spec.head_dim values, exact dtype values as doubles). `out` is reused
@@ -106,8 +110,8 @@ class ExactVector {
   double rounded(std::int64_t j, Dtype d) const;
   // RN_double(exact_j) (= rounded(j, Dtype::f64)).
   double value(std::int64_t j) const { return rounded(j, Dtype::f64); }
-  // The MP value (computes the MPFR vector on first use: messages, ULP statistics of cancelling
-  // elements). Counts as a fallback.
+  // The MP value (computes the MPFR vector on first use: messages, decimal strings). Counted as
+  // an mp_request, not as a fallback.
   const Mp& mp(std::int64_t j) const;
   const MpVector& mp_all() const;
   bool used_mpfr() const { return mp_ != nullptr; }
@@ -121,8 +125,10 @@ class ExactVector {
 
  private:
   friend class Rotation;
-  void fall_back() const;
-  const Rotation* rot_ = nullptr;
+  void fall_back(bool certificate) const;
+  // The oracle and positions (copied: an ExactVector may outlive the Rotation that made it).
+  const Oracle* oracle_ = nullptr;
+  std::vector<std::int64_t> positions_;
   std::vector<double> x_;                 // the input (for the fallback)
   std::vector<double> hi_, lo_, err_;     // fast value hi + lo, |exact - (hi + lo)| <= err
   bool fast_ = false;                     // hi_/lo_/err_ are valid

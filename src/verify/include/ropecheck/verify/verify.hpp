@@ -162,6 +162,10 @@ struct Summary {
 
   void add_pair(const PairCheck& p, const Location& at);
   void add_finding(Finding f);
+  // Folds in the summary of the vectors that come after this one's: the figures one pass over
+  // both in order gives (a later maximum replaces only when worse, so ties keep the first;
+  // findings fill up to keep). How threaded front ends merge per-chunk summaries in chunk order.
+  void append(const Summary& later);
   bool passed() const { return failures == 0; }
 };
 
