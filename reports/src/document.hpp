@@ -19,6 +19,8 @@ namespace ropecheck::reports::detail {
 nlohmann::json num(double v);
 // The inverse of num(): nullopt for anything else.
 std::optional<double> number(const nlohmann::json& j);
+// number(), NaN for anything else.
+double dbl_of(const nlohmann::json& j);
 
 // The statistics of one kernel x dtype of the main sweep, accumulated over its units.
 struct ResultStats {
@@ -45,7 +47,13 @@ void put_result_figures(nlohmann::json& r, const ResultStats& s, const WorstJson
 nlohmann::json document(const Plan& plan, const Executed& ex);
 
 // Derives doc["checks"] and doc["summary"] from doc["results"], doc["variants"] and
-// doc["special_values"]; run() and merge() both call it, so they cannot disagree.
+// doc["special_values"], then add_headline(); run() and merge() both call it, so they cannot
+// disagree.
 void add_checks(nlohmann::json& doc);
+// doc["headline"] from doc["results"] (per-octave maxima, per-bucket angle shares): per kernel x
+// dtype the max per-pair error at context lengths 4k, 32k, 128k, 1M, where it first exceeds 2x,
+// 8x, 64x the storage rounding, what limits it, one conclusion per dtype and a verdict sentence.
+// Not in a shard's report (its sweep is partial): `report --merge` adds it to the merged one.
+void add_headline(nlohmann::json& doc);
 
 }  // namespace ropecheck::reports::detail

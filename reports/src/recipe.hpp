@@ -34,6 +34,44 @@ Trig exact_trig(const RopeSpec& spec, std::int64_t m);
 Trig recipe_trig(const Policy& p, const RopeSpec& spec, std::int64_t m);
 
 // s * rotation by the given trig applied to x (exact dtype values), in MP; pass-through copied.
+// The definition the sweep's RecipeReference reproduces (and the tests compare with).
 reference::MpVector rotate(const RopeSpec& spec, const Trig& t, const std::vector<double>& x);
+
+// What the sweep asks of the recipe-faithful rotation, per pair, as the doubles that
+//   RN(rotate(recipe)_j - apply_cached(exact)_j)   (the angle-only error) and
+//   RN(got_j - rotate(recipe)_j)                   (the kernel's rotation error)
+// give in MP, bit for bit. Per position, the trig is computed in MPFR once (both angles, every
+// recipe); per vector, the two differences are formed in double-double with an error bound that
+// includes the MP path's own roundings, and answered when a rounding test shows every value within
+// the bound rounds to one double (the oracle's scheme, reference/oracle.hpp); otherwise, and for
+// f64 outputs (their error is below double-double's resolution), the MP expressions are evaluated
+// as written above, in reused MPFR scratch. One object per thread and spec (it owns the scratch).
+class RecipeReference {
+ public:
+  explicit RecipeReference(const RopeSpec& spec);  // at the current reference precision
+  ~RecipeReference();
+  RecipeReference(const RecipeReference&) = delete;
+  RecipeReference& operator=(const RecipeReference&) = delete;
+
+  // Position m and the recipes to serve there (slot r = index in `policies`).
+  void set_position(std::int64_t m, const std::vector<Policy>& policies);
+  // The vector x (spec.head_dim exact values); valid until the next call.
+  void set_vector(const double* x);
+  // Angle-only error of pair i for recipe slot r: RN(yrec_a - y_a), RN(yrec_b - y_b).
+  void angle_diff(int r, std::int64_t i, double& da, double& db);
+  // Rotation error of pair i for recipe slot r, outputs g_a, g_b (finite) of a kernel storing
+  // `out` (f64 outputs go to MPFR directly).
+  void rotation_diff(int r, std::int64_t i, double ga, double gb, Dtype out, double& da,
+                     double& db);
+  // Pair answers that needed MPFR (per vector question: angle or rotation), and all of them.
+  std::int64_t fallbacks() const { return fallbacks_; }
+  std::int64_t questions() const { return questions_; }
+
+  struct Impl;
+
+ private:
+  Impl* impl_;
+  std::int64_t fallbacks_ = 0, questions_ = 0;
+};
 
 }  // namespace ropecheck::reports::detail

@@ -46,6 +46,8 @@ struct Table {
   std::string title, note;
   std::vector<std::string> head;
   std::vector<std::vector<std::string>> rows;
+  bool collapsed = false;  // HTML: inside <details> (long sections a reader opens on demand)
+  std::string html_class;  // HTML: the table's class
 };
 
 std::string safe_text(const json& s) {
@@ -82,11 +84,14 @@ void add_safe_rows(Table& t, const json& r, const json& entries,
 
 Table safe_context_table(const json& r) {
   Table t;
-  t.title = "Precision-safe context length (headline)";
+  t.title = "Precision-safe context length (" + cell(r["options"]["safe_budget_u"]) +
+            " u budget, searched)";
   t.note = "Largest position up to which every sampled probe kept max per-pair error <= " +
            cell(r["options"]["safe_budget_u"]) +
            " u of the dtype (see definitions: sampled estimate, searched over powers of two "
-           "then bisected).";
+           "then bisected). A kernel whose arithmetic is no wider than its storage spends a few u "
+           "from position 1 on, so its figure is small by construction; the headline's "
+           "multiples of the storage rounding say more.";
   t.head = {"kernel"};
   for (const auto& d : dtype_names(r)) t.head.push_back(d);
   // Every kernel of the options gets a row, in options order (empty cells if it has no entry).
@@ -103,13 +108,74 @@ Table safe_context_table(const json& r) {
 
 Table variant_safe_context_table(const json& r) {
   Table t;
-  t.title = "Precision-safe context length by scaling variant (headline, extended)";
+  t.title = "Precision-safe context length by scaling variant";
   t.note =
       "Same search and budget as the headline, on one representative spec per variant "
       "(spec column; parameters in the variant sections below).";
   t.head = {"variant", "kernel"};
   for (const auto& d : dtype_names(r)) t.head.push_back(d);
   for (const auto& v : r["variants"]) add_safe_rows(t, r, v["safe_context"], {cell(v["name"])});
+  return t;
+}
+
+// "3.58e+03 u (4e-13), angle 1.00": the max, relative, and the angle share with its bucket in the
+// note.
+// 3 significant digits, exponents without '+' and leading zeros (3.58e3): the headline's cells
+// stay on one line.
+std::string compact(const json& v, int significant = 3) {
+  std::string t = cell(v, significant);
+  const auto e = t.find('e');
+  if (e == std::string::npos) return t;
+  std::string exp = t.substr(e + 1);
+  const bool neg = !exp.empty() && exp[0] == '-';
+  if (!exp.empty() && (exp[0] == '+' || exp[0] == '-')) exp.erase(0, 1);
+  exp.erase(0, std::min(exp.find_first_not_of('0'), exp.size() - 1));
+  return t.substr(0, e) + "e" + (neg ? "-" : "") + exp;
+}
+
+std::string headline_text(const json& c) {
+  std::string t = compact(c["max_pair_u"]) + " u (" + compact(c["relative"], 2) + ")";
+  if (!c["angle_share"].is_null()) t += ", angle " + share_cell(c["angle_share"]);
+  return t;
+}
+
+Table headline_table(const json& r) {
+  const json& h = r["headline"];
+  Table t;
+  t.title = "Headline: max per-pair error by context length";
+  t.html_class = "headline";
+  std::string n_pairs;
+  for (const auto& row : h["rows"])
+    if (row["supported"].get<bool>() && n_pairs.empty())
+      n_pairs = cell(row["at"].back()["n_pairs"]);
+  const std::string longest = cell(h["contexts"].back()["label"]);
+  t.note =
+      "Each cell: the max per-pair error over every sampled pair at positions < L (a context of L "
+      "tokens; " +
+      n_pairs + " sampled pairs per kernel x dtype at L = " + longest + ", all " +
+      std::to_string(r["specs"].size()) +
+      " specs), in u of the dtype and relative (x u); angle = share of the squared error due to "
+      "the angle, in the position bucket that holds L - 1. '> k u': the shortest context L = 2^j "
+      "in which the error exceeds k x the storage rounding (" +
+      cell(h["storage_rounding_u"]) +
+      " u: the largest per-pair error of a correctly rounded output); '>= " + longest +
+      "': not within the sweep. Sampled maxima are lower bounds, so true crossings may come "
+      "earlier.";
+  t.head = {"dtype", "kernel"};
+  for (const auto& c : h["contexts"]) t.head.push_back("max at " + cell(c["label"]));
+  for (const auto& f : h["factors"]) t.head.push_back("> " + cell(f) + " u from");
+  t.head.push_back("limited by (at " + longest + ")");
+  for (const auto& row : h["rows"]) {
+    std::vector<std::string> line{cell(row["dtype"]), cell(row["kernel"])};
+    if (!row["supported"].get<bool>()) {
+      line.resize(t.head.size(), "unsupported");
+    } else {
+      for (const auto& c : row["at"]) line.push_back(headline_text(c));
+      for (const auto& e : row["exceeds"]) line.push_back(cell(e["label"]));
+      line.push_back(cell(row["at"].back()["limited_by"]));
+    }
+    t.rows.push_back(line);
+  }
   return t;
 }
 
@@ -148,6 +214,7 @@ Table dtype_errors_table(const json& r, const json& d) {
 Table variant_table(const json& v) {
   Table t;
   t.title = "Variant " + cell(v["name"]) + ": " + cell(v["model"]);
+  t.collapsed = true;
   t.note = "spec: " + cell(v["spec"].value("detail", json())) +
            ". Sampled (maxima are lower bounds); pair errors relative to s ||x_pair|| with s "
            "the magnitude including the attention factor.";
@@ -292,14 +359,17 @@ Table environment_table(const json& r) {
   return t;
 }
 
-// The report's tables in reading order: headline, checks, per-dtype errors, variants, the two
-// analyses, worst cases, special values, baseline, environment.
+// The report's tables in reading order: headline, checks, per-dtype errors, the searched
+// safe-context lengths, variants, the two analyses, worst cases, special values, baseline,
+// environment.
 std::vector<Table> build_tables(const json& r) {
-  std::vector<Table> out{safe_context_table(r)};
-  const bool variants = r.contains("variants");
-  if (variants && !r["variants"].empty()) out.push_back(variant_safe_context_table(r));
+  std::vector<Table> out;
+  if (r.contains("headline")) out.push_back(headline_table(r));
   out.push_back(checks_table(r));
   for (const auto& d : r["options"]["dtypes"]) out.push_back(dtype_errors_table(r, d));
+  out.push_back(safe_context_table(r));
+  const bool variants = r.contains("variants");
+  if (variants && !r["variants"].empty()) out.push_back(variant_safe_context_table(r));
   if (variants)
     for (const auto& v : r["variants"]) out.push_back(variant_table(v));
   if (r.contains("dynamic_composition"))
@@ -370,112 +440,265 @@ std::string coord(double v) {
   return b;
 }
 
-// The per-octave max and RMS pair errors of each kernel of one dtype, and their ranges.
-struct ErrorSeries {
+// 2^k as a context length is quoted: 1, 16, 256, 4k, 64k, 1M.
+std::string pow2_label(int k) {
+  static const char* kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  return std::to_string(1LL << (k % 10)) + kPrefix[k / 10];
+}
+
+// A decade as an axis label: 0.01 ... 1000 written out, beyond that 1e4, 1e-3.
+std::string decade_label(int e) {
+  if (e < -2 || e > 3) return "1e" + std::to_string(e);
+  char b[16];
+  std::snprintf(b, sizeof b, "%.*f", e < 0 ? -e : 0, std::pow(10.0, e));
+  return b;
+}
+
+// A chart's frame: a wide viewBox drawn at 100% width (the page's width decides the size), the
+// plot area inside margins for the axis labels (left, bottom) and the legend (right).
+struct Frame {
+  static constexpr double W = 1000, H = 380, L = 70, R = 200, T = 26, B = 50;
+  double x0, x1, y0, y1;  // data range: x in log2 or category index, y in log10
+  double px(double x) const { return L + (x - x0) / (x1 - x0) * (W - L - R); }
+  double py(double ly) const { return T + (y1 - std::clamp(ly, y0, y1)) / (y1 - y0) * (H - T - B); }
+};
+
+// Log10 range over the positive finite values: whole decades, at least one, plus a margin so that
+// markers and lines at an extreme are drawn inside the plot area, not on its border.
+std::pair<double, double> decades(const std::vector<double>& ys) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (double y : ys)
+    if (std::isfinite(y) && y > 0) lo = std::min(lo, y), hi = std::max(hi, y);
+  if (!(hi > 0)) return {-2, 0};
+  const double a = std::floor(std::log10(lo)), b = std::max(a + 1, std::ceil(std::log10(hi)));
+  const double margin = 0.04 * (b - a);
+  return {a - margin, b + margin};
+}
+
+void svg_open(std::ostream& o, const std::string& id, const std::string& title) {
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" data-chart=\"" << esc(id)
+    << "\" width=\"100%\" viewBox=\"0 0 " << Frame::W << " " << Frame::H
+    << "\" role=\"img\" font-family=\"sans-serif\"><title>" << esc(title) << "</title>";
+}
+
+// Plot area, horizontal decade grid with labels, and the y axis title.
+void svg_y_axis(std::ostream& o, const Frame& f, const std::string& title) {
+  const double r = f.W - f.R;
+  o << "<rect class=\"plot-area\" x=\"" << f.L << "\" y=\"" << f.T << "\" width=\"" << r - f.L
+    << "\" height=\"" << f.H - f.T - f.B << "\" fill=\"none\" stroke=\"#666\"/>";
+  const int e0 = static_cast<int>(std::ceil(f.y0)), e1 = static_cast<int>(std::floor(f.y1));
+  const int every = e1 - e0 > 10 ? 2 : 1;  // beyond ten decades the labels would touch
+  for (int e = e0; e <= e1; ++e) {
+    const double y = f.py(e);
+    o << "<line x1=\"" << f.L << "\" x2=\"" << r << "\" y1=\"" << coord(y) << "\" y2=\"" << coord(y)
+      << "\" stroke=\"#e4e4e4\"/>";
+    if ((e - e0) % every == 0)
+      o << "<text x=\"" << f.L - 6 << "\" y=\"" << coord(y + 4)
+        << "\" font-size=\"13\" text-anchor=\"end\">" << decade_label(e) << "</text>";
+  }
+  const double mid = (f.T + f.H - f.B) / 2;
+  o << "<text x=\"18\" y=\"" << coord(mid) << "\" font-size=\"13\" text-anchor=\"middle\" "
+    << "transform=\"rotate(-90 18 " << coord(mid) << ")\">" << esc(title) << "</text>";
+}
+
+// Dotted horizontal lines at the storage rounding (1 u) and the headline's multiples of it.
+void svg_storage_lines(std::ostream& o, const Frame& f, const json& factors) {
+  std::vector<std::pair<double, std::string>> lines{{1.0, "1 u storage rounding"}};
+  for (const auto& k : factors) lines.push_back({k.get<double>(), cell(k) + "x"});
+  for (const auto& [v, label] : lines) {
+    const double ly = std::log10(v);
+    if (ly < f.y0 || ly > f.y1) continue;
+    o << "<line x1=\"" << f.L << "\" x2=\"" << f.W - f.R << "\" y1=\"" << coord(f.py(ly))
+      << "\" y2=\"" << coord(f.py(ly)) << "\" stroke=\"#999\" stroke-dasharray=\"2 3\"/>";
+    o << "<text x=\"" << f.W - f.R - 4 << "\" y=\"" << coord(f.py(ly) - 3)
+      << "\" font-size=\"11\" fill=\"#777\" text-anchor=\"end\">" << esc(label) << "</text>";
+  }
+}
+
+// Octave ticks (labelled every few octaves) and dotted lines at the headline's contexts.
+void svg_position_axis(std::ostream& o, const Frame& f, const json& contexts) {
+  const int step = std::max(1, static_cast<int>(std::ceil((f.x1 - f.x0) / 10)));
+  for (int k = static_cast<int>(f.x0); k <= static_cast<int>(f.x1); k += step)
+    o << "<text x=\"" << coord(f.px(k)) << "\" y=\"" << f.H - f.B + 18
+      << "\" font-size=\"13\" text-anchor=\"middle\">" << pow2_label(k) << "</text>";
+  for (const auto& c : contexts) {
+    const double lx = std::log2(c["context"].get<double>());
+    if (lx <= f.x0 || lx > f.x1) continue;
+    o << "<line x1=\"" << coord(f.px(lx)) << "\" x2=\"" << coord(f.px(lx)) << "\" y1=\"" << f.T
+      << "\" y2=\"" << f.H - f.B << "\" stroke=\"#bbb\" stroke-dasharray=\"4 4\"/><text x=\""
+      << coord(f.px(lx)) << "\" y=\"" << f.T - 6 << "\" font-size=\"12\" text-anchor=\"middle\">"
+      << esc(cell(c["label"])) << "</text>";
+  }
+  o << "<text x=\"" << (f.L + f.W - f.R) / 2 << "\" y=\"" << f.H - 8
+    << "\" font-size=\"13\" text-anchor=\"middle\">position (log scale; each step spans one octave "
+       "[2^k, 2^(k+1)))</text>";
+}
+
+// Legend in the right margin: one colored line per kernel, then the line styles.
+void svg_legend(std::ostream& o, const Frame& f, const std::vector<std::string>& kernels,
+                const std::vector<std::pair<std::string, std::string>>& styles) {
+  double y = f.T + 12;
+  const double x = f.W - f.R + 16;
+  for (std::size_t i = 0; i < kernels.size(); ++i, y += 20)
+    o << "<line x1=\"" << x << "\" x2=\"" << x + 24 << "\" y1=\"" << y << "\" y2=\"" << y
+      << "\" stroke=\"" << kColors[i % 8] << "\" stroke-width=\"3\"/><text x=\"" << x + 30
+      << "\" y=\"" << y + 5 << "\" font-size=\"13\">" << esc(kernels[i]) << "</text>";
+  y += 8;
+  for (const auto& [dash, label] : styles) {
+    o << "<line x1=\"" << x << "\" x2=\"" << x + 24 << "\" y1=\"" << y << "\" y2=\"" << y
+      << "\" stroke=\"#333\" stroke-width=\"2\"" << dash << "/><text x=\"" << x + 30 << "\" y=\""
+      << y + 5 << "\" font-size=\"12\">" << esc(label) << "</text>";
+    y += 18;
+  }
+}
+
+// The per-octave max and RMS pair errors of each kernel of one dtype (position 0 has no place on
+// a log axis; it is in the tables).
+struct OctaveSeries {
   std::string kernel;
-  std::vector<std::pair<double, double>> max, rms;  // (position, error u)
+  std::vector<std::array<double, 3>> pts;  // octave start, max u, RMS u
 };
-struct ErrorPlot {
-  std::vector<ErrorSeries> series;
-  double xmin = 1, xmax = 2, ymin = std::numeric_limits<double>::infinity(), ymax = 0;
-};
-ErrorPlot error_plot(const json& r, const std::string& dtype) {
-  ErrorPlot p;
+std::vector<OctaveSeries> octave_series(const json& r, const std::string& dtype) {
+  std::vector<OctaveSeries> v;
   for (const auto& res : r["results"]) {
     if (res["dtype"] != dtype) continue;
-    ErrorSeries s{res["kernel"].get<std::string>(), {}, {}};
-    for (const auto& o : res["octaves"]) {
-      const double x = o["position_lo"].get<double>();
-      if (x < 1) continue;  // position 0 has no place on a log axis; it is in the tables
-      const double a = dbl(o["max_pair_u"]), b = dbl(o["rms_pair_u"]);
-      p.xmax = std::max(p.xmax, x);
-      for (double y : {a, b})
-        if (std::isfinite(y) && y > 0) p.ymin = std::min(p.ymin, y), p.ymax = std::max(p.ymax, y);
-      s.max.push_back({x, a});
-      s.rms.push_back({x, b});
+    OctaveSeries s{res["kernel"].get<std::string>(), {}};
+    for (const auto& o : res["octaves"])
+      if (o["position_lo"].get<double>() >= 1)
+        s.pts.push_back(
+            {o["position_lo"].get<double>(), dbl(o["max_pair_u"]), dbl(o["rms_pair_u"])});
+    v.push_back(s);
+  }
+  return v;
+}
+
+// A step line: value v over [2^k, 2^(k+1)) for each octave, broken where a value is 0 or not
+// finite and where an octave holds no sample (a slope across it would invent data).
+std::string step_path(const Frame& f, const std::vector<std::array<double, 3>>& pts, int which) {
+  std::string d;
+  bool open = false;
+  double next_x = -1;
+  for (const auto& p : pts) {
+    const double v = p[which], x = std::log2(p[0]);
+    if (x != next_x) open = false;
+    next_x = x + 1;
+    if (!(std::isfinite(v) && v > 0)) {
+      open = false;
+      continue;
     }
-    p.series.push_back(s);
+    const std::string y = coord(f.py(std::log10(v)));
+    d += (open ? " L" : (d.empty() ? "M" : " M")) + coord(f.px(x)) + " " + y;
+    d += " L" + coord(f.px(x + 1)) + " " + y;
+    open = true;
   }
-  if (!(p.ymax > 0)) p.ymin = 0.01, p.ymax = 1;
-  return p;
+  return d;
 }
 
-// Log2 positions x log10 errors, whole decades and octaves.
-struct LogAxes {
-  static constexpr double W = 640, H = 340, L = 60, R = 150, T = 20, B = 40;
-  double ly0, ly1, lx0, lx1;
-  explicit LogAxes(const ErrorPlot& p)
-      : ly0(std::floor(std::log10(p.ymin))),
-        ly1(std::max(ly0 + 1, std::ceil(std::log10(p.ymax)))),
-        lx0(std::log2(p.xmin)),
-        lx1(std::max(lx0 + 1, std::log2(p.xmax))) {}
-  double px(double x) const { return L + (std::log2(x) - lx0) / (lx1 - lx0) * (W - L - R); }
-  double py(double y) const {
-    const double ly = std::clamp(std::log10(y), ly0, ly1);
-    return T + (ly1 - ly) / (ly1 - ly0) * (H - T - B);
-  }
-};
-
-void svg_log_grid(std::ostream& o, const LogAxes& a) {
-  const double W = a.W, H = a.H, L = a.L, R = a.R, T = a.T, B = a.B;
-  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\""
-    << H - T - B << "\" fill=\"none\" stroke=\"#888\"/>";
-  for (double ly = a.ly0; ly <= a.ly1; ++ly) {
-    const double y = T + (a.ly1 - ly) / (a.ly1 - a.ly0) * (H - T - B);
-    o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << coord(y) << "\" y2=\""
-      << coord(y) << "\" stroke=\"#ddd\"/>";
-    o << "<text x=\"" << L - 5 << "\" y=\"" << coord(y + 4)
-      << "\" font-size=\"11\" text-anchor=\"end\">1e" << static_cast<int>(ly) << "</text>";
-  }
-  const int step = std::max(1, static_cast<int>((a.lx1 - a.lx0) / 8));
-  for (int lx = static_cast<int>(a.lx0); lx <= static_cast<int>(a.lx1); lx += step) {
-    const double x = a.px(std::ldexp(1.0, lx));
-    o << "<line x1=\"" << coord(x) << "\" x2=\"" << coord(x) << "\" y1=\"" << T << "\" y2=\""
-      << H - B << "\" stroke=\"#eee\"/>";
-    o << "<text x=\"" << coord(x) << "\" y=\"" << H - B + 15
-      << "\" font-size=\"11\" text-anchor=\"middle\">2^" << lx << "</text>";
-  }
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 5
-    << "\" font-size=\"12\" text-anchor=\"middle\">position (octave start)</text>";
-  o << "<text x=\"14\" y=\"" << (T + H - B) / 2 << "\" font-size=\"12\" text-anchor=\"middle\" "
-    << "transform=\"rotate(-90 14 " << (T + H - B) / 2 << ")\">per-pair error (u)</text>";
-}
-
-// Series i: max solid, RMS dashed, and its legend entry.
-void svg_error_series(std::ostream& o, const LogAxes& a, const ErrorSeries& s, std::size_t i) {
-  const char* col = kColors[i % 8];
-  for (int which = 0; which < 2; ++which) {
-    const auto& pts = which == 0 ? s.max : s.rms;
-    std::string d;
-    for (const auto& [x, y] : pts) {
-      if (!(std::isfinite(y) && y > 0)) continue;
-      d += (d.empty() ? "M" : " L") + coord(a.px(x)) + " " + coord(a.py(y));
-    }
-    if (d.empty()) continue;
-    o << "<path d=\"" << d << "\" fill=\"none\" stroke=\"" << col << "\" stroke-width=\"1.8\""
-      << (which ? " stroke-dasharray=\"5 3\"" : "") << "/>";
-  }
-  const double ly = a.T + 14 + 18.0 * static_cast<double>(i);
-  o << "<line x1=\"" << a.W - a.R + 10 << "\" x2=\"" << a.W - a.R + 30 << "\" y1=\"" << ly
-    << "\" y2=\"" << ly << "\" stroke=\"" << col << "\" stroke-width=\"2\"/>";
-  o << "<text x=\"" << a.W - a.R + 35 << "\" y=\"" << ly + 4 << "\" font-size=\"11\">"
-    << esc(s.kernel) << "</text>";
-}
-
-// Log-log plot of max (solid) and RMS (dashed) per-pair error vs position for one dtype.
+// Max (solid) and RMS (dashed) per-pair error vs position for one dtype, kernels as series; empty
+// when there is nothing to draw.
 std::string svg_error_vs_position(const json& r, const std::string& dtype) {
-  const ErrorPlot p = error_plot(r, dtype);
-  const LogAxes a(p);
+  const auto series = octave_series(r, dtype);
+  std::vector<double> ys;
+  double xmax = 1;
+  for (const auto& s : series)
+    for (const auto& p : s.pts) ys.push_back(p[1]), ys.push_back(p[2]), xmax = std::max(xmax, p[0]);
+  const auto [y0, y1] = decades(ys);
+  const Frame f{0, std::log2(xmax) + 1, y0, y1};
+  std::ostringstream paths;
+  std::vector<std::string> kernels;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    kernels.push_back(series[i].kernel);
+    paths << "<g class=\"series\" data-series=\"" << esc(series[i].kernel) << "\">";
+    for (int which : {1, 2}) {
+      const std::string d = step_path(f, series[i].pts, which);
+      if (d.empty()) continue;
+      paths << "<path d=\"" << d << "\" fill=\"none\" stroke=\"" << kColors[i % 8]
+            << "\" stroke-width=\"2\"" << (which == 2 ? " stroke-dasharray=\"6 4\"" : "") << "/>";
+    }
+    paths << "</g>";
+  }
+  if (paths.str().find("<path") == std::string::npos) return "";
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << a.W << "\" height=\"" << a.H
-    << "\" viewBox=\"0 0 " << a.W << " " << a.H << "\" role=\"img\">";
-  o << "<title>max and RMS per-pair error vs position, " << esc(dtype) << "</title>";
-  svg_log_grid(o, a);
-  for (std::size_t i = 0; i < p.series.size(); ++i) svg_error_series(o, a, p.series[i], i);
-  const double ly = a.T + 14 + 18.0 * static_cast<double>(p.series.size()) + 6;
-  o << "<text x=\"" << a.W - a.R + 10 << "\" y=\"" << ly << "\" font-size=\"10\">solid: max</text>";
-  o << "<text x=\"" << a.W - a.R + 10 << "\" y=\"" << ly + 14
-    << "\" font-size=\"10\">dashed: RMS</text>";
+  svg_open(o, "error-" + dtype, "max and RMS per-pair error vs position, " + dtype);
+  svg_y_axis(o, f, "per-pair error (u of " + dtype + ")");
+  const json h = r.value("headline", json::object());
+  svg_position_axis(o, f, h.value("contexts", json::array()));
+  svg_storage_lines(o, f, h.value("factors", json::array()));
+  o << paths.str();
+  svg_legend(o, f, kernels, {{"", "max"}, {" stroke-dasharray=\"6 4\"", "RMS"}});
+  o << "</svg>";
+  return o.str();
+}
+
+// The buckets that carry an angle/rotation split (position 0 has none: its angle is exact).
+std::vector<std::string> split_buckets(const json& r) {
+  std::vector<std::string> names;
+  for (const auto& b : r["buckets"])
+    if (b["sampled"].get<bool>() && b["lo"].get<std::int64_t>() > 0)
+      names.push_back(b["name"].get<std::string>());
+  return names;
+}
+
+// Angle (solid, dots) and rotation (dashed, squares) RMS per-pair error by position bucket for one
+// dtype, kernels as series: where the error comes from, and how that changes with position.
+std::string svg_angle_split(const json& r, const std::string& dtype) {
+  const auto names = split_buckets(r);
+  std::vector<std::pair<std::string, std::vector<std::array<double, 2>>>> series;
+  std::vector<double> ys;
+  for (const auto& res : r["results"]) {
+    if (res["dtype"] != dtype) continue;
+    std::vector<std::array<double, 2>> pts(names.size(), {NAN, NAN});
+    for (const auto& b : res["buckets"])
+      for (std::size_t i = 0; i < names.size(); ++i)
+        if (b["bucket"] == names[i]) {
+          const auto& a = b["angle_vs_rotation"];
+          pts[i] = {dbl(a["angle_rms_u"]), dbl(a["rotation_rms_u"])};
+          ys.push_back(pts[i][0]), ys.push_back(pts[i][1]);
+        }
+    series.push_back({res["kernel"].get<std::string>(), pts});
+  }
+  const auto [y0, y1] = decades(ys);
+  const Frame f{-0.5, std::max(0.5, names.size() - 0.5), y0, y1};
+  std::ostringstream marks;
+  std::vector<std::string> kernels;
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    kernels.push_back(series[k].first);
+    marks << "<g class=\"series\" data-series=\"" << esc(series[k].first) << "\">";
+    for (int which : {0, 1}) {
+      std::string d;
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        const double v = series[k].second[i][which];
+        if (!(std::isfinite(v) && v > 0)) continue;
+        const double x = f.px(static_cast<double>(i)) + (which ? 4.0 : -4.0),
+                     y = f.py(std::log10(v));
+        d += (d.empty() ? "M" : " L") + coord(x) + " " + coord(y);
+        marks << (which ? "<rect x=\"" + coord(x - 4) + "\" y=\"" + coord(y - 4) +
+                              "\" width=\"8\" height=\"8\""
+                        : "<circle cx=\"" + coord(x) + "\" cy=\"" + coord(y) + "\" r=\"4.5\"")
+              << " fill=\"" << kColors[k % 8] << "\"/>";
+      }
+      if (!d.empty())
+        marks << "<path d=\"" << d << "\" fill=\"none\" stroke=\"" << kColors[k % 8]
+              << "\" stroke-width=\"2\"" << (which ? " stroke-dasharray=\"6 4\"" : "") << "/>";
+    }
+    marks << "</g>";
+  }
+  if (marks.str().find("<path") == std::string::npos &&
+      marks.str().find("<circle") == std::string::npos &&
+      marks.str().find("<rect") == std::string::npos)
+    return "";
+  std::ostringstream o;
+  svg_open(o, "split-" + dtype,
+           "angle vs rotation RMS per-pair error by position bucket, " + dtype);
+  svg_y_axis(o, f, "RMS per-pair error (u of " + dtype + ")");
+  for (std::size_t i = 0; i < names.size(); ++i)
+    o << "<text x=\"" << coord(f.px(static_cast<double>(i))) << "\" y=\"" << f.H - f.B + 18
+      << "\" font-size=\"13\" text-anchor=\"middle\">" << esc(names[i]) << "</text>";
+  o << "<text x=\"" << (f.L + f.W - f.R) / 2 << "\" y=\"" << f.H - 8
+    << "\" font-size=\"13\" text-anchor=\"middle\">position bucket</text>";
+  o << marks.str();
+  svg_legend(o, f, kernels,
+             {{"", "angle (dots)"}, {" stroke-dasharray=\"6 4\"", "rotation (squares)"}});
   o << "</svg>";
   return o.str();
 }
@@ -506,23 +729,27 @@ std::string svg_ulp_histogram(const json& r, const std::string& dtype) {
   const double gw = (W - L - R) / static_cast<double>(nb);
   const double bw = gw * 0.8 / static_cast<double>(std::max<std::size_t>(ks.size(), 1));
   std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\">";
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" data-chart=\"ulp-" << esc(dtype)
+    << "\" width=\"100%\" viewBox=\"0 0 " << W << " " << H
+    << "\" role=\"img\" font-family=\"sans-serif\">";
   o << "<title>ULP error histogram, " << esc(dtype) << "</title>";
-  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\""
-    << H - T - B << "\" fill=\"none\" stroke=\"#888\"/>";
+  o << "<rect class=\"plot-area\" x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R
+    << "\" height=\"" << H - T - B << "\" fill=\"none\" stroke=\"#888\"/>";
   for (int t = 0; t <= 4; ++t) {
     const double y = T + (H - T - B) * (1 - t / 4.0);
     o << "<text x=\"" << L - 5 << "\" y=\"" << coord(y + 4)
       << "\" font-size=\"11\" text-anchor=\"end\">" << t * 25 << "%</text>";
   }
-  for (std::size_t i = 0; i < ks.size(); ++i)
+  for (std::size_t i = 0; i < ks.size(); ++i) {
+    o << "<g class=\"series\" data-series=\"" << esc(ks[i].first) << "\">";
     for (std::size_t b = 0; b < nb && b < ks[i].second.size(); ++b) {
       const double h = ks[i].second[b] * (H - T - B);
       o << "<rect x=\"" << coord(L + gw * b + gw * 0.1 + bw * i) << "\" y=\"" << coord(H - B - h)
         << "\" width=\"" << coord(bw) << "\" height=\"" << coord(h) << "\" fill=\""
         << kColors[i % 8] << "\"/>";
     }
+    o << "</g>";
+  }
   for (std::size_t b = 0; b < nb && b < labels.size(); ++b) {
     const double x = L + gw * (b + 0.5), y = H - B + 10;
     o << "<text x=\"" << coord(x) << "\" y=\"" << y << "\" font-size=\"10\" text-anchor=\"end\" "
@@ -541,33 +768,113 @@ std::string svg_ulp_histogram(const json& r, const std::string& dtype) {
 
 }  // namespace
 
+namespace {
+
+// The verdict, the checks line and one conclusion per dtype (report.json's "headline"): what a
+// reader needs before any table.
+struct Lead {
+  std::string verdict;
+  std::vector<std::string> conclusions;
+};
+Lead lead(const json& r) {
+  Lead l{summary_line(r), {}};
+  if (!r.contains("headline")) return l;
+  l.verdict = r["headline"]["verdict"].get<std::string>() + " " + l.verdict;
+  for (const auto& c : r["headline"]["conclusions"]) l.conclusions.push_back(cell(c["text"]));
+  return l;
+}
+
+std::string run_line(const json& r) {
+  return "Reference: MPFR at " + cell(r["options"]["reference_bits"]) + " bits. Seed " +
+         cell(r["options"]["seed"]) + ", " + cell(r["options"]["samples"]) +
+         " sampled vectors per kernel x dtype x spec x bucket, positions up to " +
+         cell(r["options"]["max_position"]) + ".";
+}
+
+void md_table(std::ostream& o, const Table& t) {
+  o << "## " << t.title << "\n\n";
+  if (!t.note.empty()) o << t.note << "\n\n";
+  if (t.rows.empty()) {
+    o << "(none)\n\n";
+    return;
+  }
+  o << "|";
+  for (const auto& h : t.head) o << " " << md_cell(h) << " |";
+  o << "\n|";
+  for (std::size_t i = 0; i < t.head.size(); ++i) o << "---|";
+  o << "\n";
+  for (const auto& row : t.rows) {
+    o << "|";
+    for (const auto& c : row) o << " " << md_cell(c) << " |";
+    o << "\n";
+  }
+  o << "\n";
+}
+
+// A table in a horizontally scrolling box (wide tables never widen the page); collapsed ones
+// inside <details>, titled by their <summary>.
+void html_table(std::ostream& o, const Table& t) {
+  if (t.collapsed)
+    o << "<details><summary>" << esc(t.title) << "</summary>\n";
+  else
+    o << "<h2>" << esc(t.title) << "</h2>\n";
+  if (!t.note.empty()) o << "<p class=\"note\">" << esc(t.note) << "</p>\n";
+  o << "<div class=\"scroll\"><table"
+    << (t.html_class.empty() ? "" : " class=\"" + esc(t.html_class) + "\"") << "><thead><tr>";
+  for (const auto& h : t.head) o << "<th>" << esc(h) << "</th>";
+  o << "</tr></thead><tbody>\n";
+  for (const auto& row : t.rows) {
+    o << "<tr>";
+    for (const auto& c : row)
+      o << ((c == "FAIL" || c == "NO") ? "<td class=\"fail\">" : "<td>") << esc(c) << "</td>";
+    o << "</tr>\n";
+  }
+  o << "</tbody></table></div>\n";
+  if (t.collapsed) o << "</details>\n";
+}
+
+// One figure per dtype (full width), or a line saying why there is none.
+void html_figures(std::ostream& o, const json& r, const char* what,
+                  std::string (*chart)(const json&, const std::string&)) {
+  for (const auto& d : r["options"]["dtypes"]) {
+    const std::string svg = chart(r, d.get<std::string>());
+    if (svg.empty())
+      o << "<p class=\"note\">" << esc(d.get<std::string>()) << ": no data to plot.</p>\n";
+    else
+      o << "<figure>" << svg << "<figcaption>" << esc(d.get<std::string>()) << ": " << what
+        << "</figcaption></figure>\n";
+  }
+}
+
+const char* kCss =
+    "body{font-family:sans-serif;margin:20px auto;max-width:1400px;padding:0 16px;"
+    "line-height:1.35}"
+    ".scroll{overflow-x:auto;max-width:100%;margin-bottom:18px}"
+    "table{border-collapse:collapse;font-size:12px}"
+    "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+    "td:first-child,th:first-child{text-align:left}th{background:#f0f0f0}"
+    ".fail{color:#b00;font-weight:bold}.verdict{font-size:17px}.note{color:#444;font-size:13px}"
+    "figure{margin:0 0 22px 0}figcaption{font-size:13px;color:#444}"
+    ".plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:12px}"
+    "details{margin:8px 0}summary{cursor:pointer;font-weight:bold}"
+    ".headline td{white-space:nowrap}";
+
+}  // namespace
+
 std::string render_markdown(const json& r) {
   std::ostringstream o;
-  o << "# ropecheck precision report\n\n" << summary_line(r) << "\n\n";
-  o << "Reference: MPFR at " << cell(r["options"]["reference_bits"]) << " bits. Seed "
-    << cell(r["options"]["seed"]) << ", " << cell(r["options"]["samples"])
-    << " sampled vectors per kernel x dtype x spec x bucket, positions up to "
-    << cell(r["options"]["max_position"])
-    << ". Every maximum below is **sampled (lower bound)**.\n\n";
-  for (const auto& t : build_tables(r)) {
-    o << "## " << t.title << "\n\n";
-    if (!t.note.empty()) o << t.note << "\n\n";
-    if (t.rows.empty()) {
-      o << "(none)\n\n";
-      continue;
-    }
-    o << "|";
-    for (const auto& h : t.head) o << " " << md_cell(h) << " |";
-    o << "\n|";
-    for (std::size_t i = 0; i < t.head.size(); ++i) o << "---|";
-    o << "\n";
-    for (const auto& row : t.rows) {
-      o << "|";
-      for (const auto& c : row) o << " " << md_cell(c) << " |";
-      o << "\n";
+  const Lead l = lead(r);
+  o << "# ropecheck precision report\n\n**Verdict.** " << l.verdict << "\n\n";
+  if (!l.conclusions.empty()) {
+    o << "What to conclude, per dtype:\n\n";
+    for (const auto& c : l.conclusions) {
+      const auto colon = c.find(": ");
+      o << "- **" << c.substr(0, colon) << "**" << c.substr(colon) << "\n";
     }
     o << "\n";
   }
+  o << run_line(r) << " Every maximum below is **sampled (lower bound)**.\n\n";
+  for (const auto& t : build_tables(r)) md_table(o, t);
   o << "## Definitions\n\n";
   for (const auto& [k, v] : r["definitions"].items()) o << "- **" << k << "**: " << cell(v) << "\n";
   return o.str();
@@ -576,41 +883,37 @@ std::string render_markdown(const json& r) {
 std::string render_html(const json& r) {
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/>"
-    << "<title>ropecheck precision report</title><style>"
-    << "body{font-family:sans-serif;margin:20px;max-width:1400px}"
-    << "table{border-collapse:collapse;font-size:12px;margin-bottom:18px}"
-    << "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
-    << "td:first-child,th:first-child{text-align:left}th{background:#f0f0f0}"
-    << ".fail{color:#b00;font-weight:bold}.plots{display:flex;flex-wrap:wrap;gap:12px}"
-    << "</style></head><body>\n";
-  o << "<h1>ropecheck precision report</h1>\n<p>" << esc(summary_line(r)) << "</p>\n";
-  o << "<p>Reference: MPFR at " << esc(cell(r["options"]["reference_bits"])) << " bits. Seed "
-    << esc(cell(r["options"]["seed"])) << ". Every maximum is <b>sampled (lower bound)</b>.</p>\n";
-  o << "<h2>Error vs position (per-pair error in u, log-log)</h2>\n<div class=\"plots\">";
-  for (const auto& d : r["options"]["dtypes"])
-    o << "<figure>" << svg_error_vs_position(r, d.get<std::string>()) << "<figcaption>"
-      << esc(d.get<std::string>())
-      << ": max (solid) and RMS (dashed) per octave</figcaption></figure>";
-  o << "</div>\n<h2>ULP histograms</h2>\n<div class=\"plots\">";
-  for (const auto& d : r["options"]["dtypes"])
-    o << "<figure>" << svg_ulp_histogram(r, d.get<std::string>()) << "<figcaption>"
-      << esc(d.get<std::string>())
-      << ": fraction of elements per ULP-error bin</figcaption></figure>";
-  o << "</div>\n";
-  for (const auto& t : build_tables(r)) {
-    o << "<h2>" << esc(t.title) << "</h2>\n";
-    if (!t.note.empty()) o << "<p>" << esc(t.note) << "</p>\n";
-    o << "<table><thead><tr>";
-    for (const auto& h : t.head) o << "<th>" << esc(h) << "</th>";
-    o << "</tr></thead><tbody>\n";
-    for (const auto& row : t.rows) {
-      o << "<tr>";
-      for (const auto& c : row)
-        o << ((c == "FAIL" || c == "NO") ? "<td class=\"fail\">" : "<td>") << esc(c) << "</td>";
-      o << "</tr>\n";
+    << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>"
+    << "<title>ropecheck precision report</title><style>" << kCss << "</style></head><body>\n";
+  const Lead l = lead(r);
+  o << "<h1>ropecheck precision report</h1>\n<p class=\"verdict\"><b>Verdict.</b> "
+    << esc(l.verdict) << "</p>\n";
+  if (!l.conclusions.empty()) {
+    o << "<ul>";
+    for (const auto& c : l.conclusions) {
+      const auto colon = c.find(": ");  // "f32: ...": the dtype in bold
+      o << "<li><b>" << esc(c.substr(0, colon)) << "</b>" << esc(c.substr(colon)) << "</li>";
     }
-    o << "</tbody></table>\n";
+    o << "</ul>\n";
   }
+  o << "<p class=\"note\">" << esc(run_line(r))
+    << " Every maximum is <b>sampled (lower bound)</b>.</p>\n";
+  std::vector<Table> tables = build_tables(r);
+  std::size_t next = 0;
+  if (r.contains("headline")) html_table(o, tables[next++]);
+  o << "<h2>Error vs position</h2>\n";
+  html_figures(o, r, "max (solid) and RMS (dashed) per-pair error per octave of positions",
+               svg_error_vs_position);
+  o << "<h2>Where the error comes from: angle vs rotation</h2>\n<p class=\"note\">angle: the "
+       "exact rotation by the kernel's own angles against the exact spec; rotation: the kernel "
+       "against that rotation (cos/sin table, arithmetic, storage). RMS per-pair error per "
+       "position bucket.</p>\n";
+  html_figures(o, r, "angle (dots, solid) and rotation (squares, dashed) RMS per-pair error",
+               svg_angle_split);
+  o << "<h2>ULP histograms</h2>\n<div class=\"plots\">";
+  html_figures(o, r, "fraction of elements per ULP-error bin", svg_ulp_histogram);
+  o << "</div>\n";
+  for (; next < tables.size(); ++next) html_table(o, tables[next]);
   o << "<h2>Definitions</h2>\n<ul>";
   for (const auto& [k, v] : r["definitions"].items())
     o << "<li><b>" << esc(k) << "</b>: " << esc(cell(v)) << "</li>";

@@ -41,11 +41,19 @@ constexpr int kMinExp = -64, kMaxExp = 64;
 constexpr std::int32_t kNonFinite = std::int32_t{1} << 30;
 }  // namespace
 
+std::int64_t& QuantileSketch::dense(std::int32_t key) {
+  if (blocks_.empty()) blocks_.resize((kDenseKeys + kBlock - 1) / kBlock);
+  auto& block = blocks_[static_cast<std::size_t>(key / kBlock)];
+  if (block.empty()) block.assign(kBlock, 0);
+  return block[static_cast<std::size_t>(key % kBlock)];
+}
+
 void QuantileSketch::add(double v) {
   ++n_;
   std::int32_t key;
   if (!std::isfinite(v)) {
-    key = kNonFinite;
+    ++other_[kNonFinite];
+    return;
   } else if (v <= 0) {
     key = 0;
   } else {
@@ -54,18 +62,46 @@ void QuantileSketch::add(double v) {
     if (ex < kMinExp) {
       key = 1;  // below 2^-65: lumped into the lowest bin (its upper edge is still tiny)
     } else if (ex > kMaxExp) {
-      key = kNonFinite - 1;
+      ++other_[kNonFinite - 1];
+      return;
     } else {
       const auto sub =
           std::min<std::int32_t>(kSub - 1, static_cast<std::int32_t>((m - 0.5) * 2 * kSub));
       key = 1 + (ex - kMinExp) * kSub + sub;
     }
   }
-  ++bins_[key];
+  ++dense(key);
+}
+
+void QuantileSketch::add_bin(std::int32_t key, std::int64_t count) {
+  if (key >= 0 && key < kDenseKeys)
+    dense(key) += count;
+  else
+    other_[key] += count;
+  n_ += count;
+}
+
+template <class F>
+void QuantileSketch::for_each_bin(F f) const {
+  auto it = other_.begin();
+  for (; it != other_.end() && it->first < 0; ++it) f(it->first, it->second);
+  for (std::size_t b = 0; b < blocks_.size(); ++b)
+    for (std::size_t i = 0; i < blocks_[b].size(); ++i)
+      if (blocks_[b][i]) f(static_cast<std::int32_t>(b * kBlock + i), blocks_[b][i]);
+  for (; it != other_.end(); ++it) f(it->first, it->second);
+}
+
+std::map<std::int32_t, std::int64_t> QuantileSketch::bins() const {
+  std::map<std::int32_t, std::int64_t> out;
+  for_each_bin([&](std::int32_t k, std::int64_t c) { out.emplace_hint(out.end(), k, c); });
+  return out;
 }
 
 void QuantileSketch::merge(const QuantileSketch& o) {
-  for (const auto& [k, c] : o.bins_) bins_[k] += c;
+  for (std::size_t b = 0; b < o.blocks_.size(); ++b)
+    for (std::size_t i = 0; i < o.blocks_[b].size(); ++i)
+      if (o.blocks_[b][i]) dense(static_cast<std::int32_t>(b * kBlock + i)) += o.blocks_[b][i];
+  for (const auto& [k, c] : o.other_) other_[k] += c;
   n_ += o.n_;
 }
 
@@ -74,16 +110,19 @@ double QuantileSketch::percentile(double p) const {
   auto rank = static_cast<std::int64_t>(std::ceil(p * static_cast<double>(n_)));
   rank = std::clamp<std::int64_t>(rank, 1, n_);
   std::int64_t seen = 0;
-  for (const auto& [k, c] : bins_) {
+  std::int32_t key = 0;
+  bool found = false;
+  for_each_bin([&](std::int32_t k, std::int64_t c) {
+    if (found) return;
     seen += c;
-    if (seen < rank) continue;
-    if (k == 0) return 0.0;
-    if (k >= kNonFinite - 1) return std::numeric_limits<double>::infinity();
-    const int ex = (k - 1) / kSub + kMinExp;
-    const int sub = (k - 1) % kSub;
-    return std::ldexp(0.5 + (sub + 1) / (2.0 * kSub), ex);  // upper edge of the bin
-  }
-  return std::numeric_limits<double>::infinity();
+    if (seen >= rank) key = k, found = true;
+  });
+  if (!found) return std::numeric_limits<double>::infinity();
+  if (key == 0) return 0.0;
+  if (key >= kNonFinite - 1) return std::numeric_limits<double>::infinity();
+  const int ex = (key - 1) / kSub + kMinExp;
+  const int sub = (key - 1) % kSub;
+  return std::ldexp(0.5 + (sub + 1) / (2.0 * kSub), ex);  // upper edge of the bin
 }
 
 void ErrorStats::add_element(double e) {

@@ -6,6 +6,7 @@
 #include "sweep.hpp"
 
 #include "recipe.hpp"
+#include "ropecheck/reference/oracle.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/verify/verify.hpp"
 
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <random>
 
 namespace ropecheck::reports::detail {
@@ -93,13 +95,12 @@ bool run_kernel(const Kernel& k, const RopeSpec& spec, Dtype d,
   return true;
 }
 
-// Per-pair error in u of an output against an exact vector; +inf when an output is not finite.
-double output_pair_error_u(const std::vector<double>& got, const ref::MpVector& y,
+// Per-pair error in u of an output against the exact vector; +inf when an output is not finite.
+double output_pair_error_u(const std::vector<double>& got, const ref::ExactVector& y,
                            const std::vector<double>& x, std::int64_t a, std::int64_t b,
                            double magnitude, double u) {
   if (!std::isfinite(got[a]) || !std::isfinite(got[b])) return kInf;
-  return pair_error_u(static_cast<double>(ref::exact(got[a]) - y[a]),
-                      static_cast<double>(ref::exact(got[b]) - y[b]), x[a], x[b], magnitude, u);
+  return pair_error_u(y.diff(a, got[a]), y.diff(b, got[b]), x[a], x[b], magnitude, u);
 }
 
 // ---- sweep unit ---------------------------------------------------------------------------------
@@ -130,16 +131,16 @@ struct KernelRun {
   std::vector<std::vector<double>> got;
 };
 
-// What one sampled vector is compared with: the exact output (MP, as double, correctly rounded
-// and the ulp of that), and per recipe the recipe-faithful exact rotation and its angle-only
-// error per pair.
+// What one sampled vector is compared with: the exact output (the oracle's answers: as double,
+// correctly rounded and the ulp of that), and per recipe slot the recipe-faithful rotation
+// (RecipeReference, set to this vector) and its angle-only error per pair. Reused from vector to
+// vector of a unit (no allocation once sized).
 struct VectorRef {
-  std::int64_t spec_index, position;
-  const std::vector<double>& x;
-  ref::MpVector y;
+  std::int64_t spec_index = 0, position = 0;
+  const std::vector<double>* x = nullptr;
+  ref::ExactVector y;
   std::vector<double> yd, yr, yulp;
-  std::map<int, ref::MpVector> recipe_y;
-  std::map<int, std::vector<double>> angle_u;
+  std::vector<std::vector<double>> angle_u;  // per recipe slot, per pair
 };
 
 void fill_exact(VectorRef& v, const RopeSpec& spec, Dtype d) {
@@ -147,38 +148,42 @@ void fill_exact(VectorRef& v, const RopeSpec& spec, Dtype d) {
   v.yr.resize(spec.head_dim);
   v.yulp.resize(spec.head_dim);
   for (std::int64_t j = 0; j < spec.head_dim; ++j) {
-    v.yd[j] = static_cast<double>(v.y[j]);
-    v.yr[j] = ref::round_to(v.y[j], d);
+    v.yd[j] = v.y.value(j);
+    v.yr[j] = v.y.rounded(j, d);
     v.yulp[j] = ref::ulp(v.yr[j], d);
   }
 }
 
-// Angle-only error per recipe and pair: exact rotation by the recipe's angles vs exact.
-void fill_angle_errors(VectorRef& v, const RopeSpec& spec, const std::map<int, Trig>& recipe,
+// Angle-only error per recipe slot and pair: exact rotation by the recipe's angles vs exact.
+void fill_angle_errors(VectorRef& v, const RopeSpec& spec, RecipeReference& rr, int n_slots,
                        double mag, double u) {
-  for (const auto& [key, tr] : recipe) {
-    const auto& yrec = v.recipe_y.emplace(key, rotate(spec, tr, v.x)).first->second;
-    auto& au = v.angle_u[key];
+  v.angle_u.resize(static_cast<std::size_t>(n_slots));
+  const auto& x = *v.x;
+  for (int r = 0; r < n_slots; ++r) {
+    auto& au = v.angle_u[static_cast<std::size_t>(r)];
+    au.clear();
     for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
       const auto [a, b] = spec.pair(i);
-      au.push_back(pair_error_u(static_cast<double>(yrec[a] - v.y[a]),
-                                static_cast<double>(yrec[b] - v.y[b]), v.x[a], v.x[b], mag, u));
+      double da = 0, db = 0;
+      rr.angle_diff(r, i, da, db);
+      au.push_back(pair_error_u(da, db, x[a], x[b], mag, u));
     }
   }
 }
 
 // Per-element statistics of one output vector; returns got - exact per element (inf when the
 // output is not finite).
-std::vector<double> add_elements(ErrorStats& st, const RopeSpec& spec, const VectorRef& v,
-                                 const std::vector<double>& g) {
-  std::vector<double> diff(spec.head_dim);
+void add_elements(ErrorStats& st, const RopeSpec& spec, const VectorRef& v,
+                  const std::vector<double>& g, std::vector<double>& diff) {
+  diff.resize(static_cast<std::size_t>(spec.head_dim));
+  const auto& x = *v.x;
   for (std::int64_t j = 0; j < spec.head_dim; ++j) {
     double e_ulp;
     if (!std::isfinite(g[j])) {
       diff[j] = kInf;
       e_ulp = kInf;
     } else {
-      diff[j] = static_cast<double>(ref::exact(g[j]) - v.y[j]);
+      diff[j] = v.y.diff(j, g[j]);
       e_ulp = std::fabs(diff[j]) / v.yulp[j];
     }
     st.add_element(e_ulp);
@@ -194,7 +199,7 @@ std::vector<double> add_elements(ErrorStats& st, const RopeSpec& spec, const Vec
     w.position = v.position;
     w.element = j;
     w.got = g[j];
-    w.expected = ref::to_decimal(v.y[j], 25);
+    w.expected = ref::to_decimal(v.y.mp(j), 25);  // rare: a new maximum
     w.expected_rounded = v.yr[j];
     // The pair the element belongs to (pass-through elements: itself).
     w.pair_a = w.pair_b = j;
@@ -202,10 +207,9 @@ std::vector<double> add_elements(ErrorStats& st, const RopeSpec& spec, const Vec
       const auto [a, b] = spec.pair(i);
       if (a == j || b == j) w.pair_a = a, w.pair_b = b;
     }
-    w.in_a = v.x[w.pair_a];
-    w.in_b = v.x[w.pair_b];
+    w.in_a = x[w.pair_a];
+    w.in_b = x[w.pair_b];
   }
-  return diff;
 }
 
 // The sweep's verdict on one pair: error e (in u) against the derived bound (in u) for the pair's
@@ -230,9 +234,9 @@ void offer_worst_pair(ErrorStats& st, const VectorRef& v, const std::vector<doub
   w.element = a;
   w.pair_a = a;
   w.pair_b = b;
-  w.in_a = v.x[a];
-  w.in_b = v.x[b];
-  w.expected = ref::to_decimal(v.y[a], 25) + ", " + ref::to_decimal(v.y[b], 25);
+  w.in_a = (*v.x)[a];
+  w.in_b = (*v.x)[b];
+  w.expected = ref::to_decimal(v.y.mp(a), 25) + ", " + ref::to_decimal(v.y.mp(b), 25);
   w.expected_rounded = v.yr[a];
   w.got = g[a];
   w.got_b = g[b];
@@ -241,59 +245,93 @@ void offer_worst_pair(ErrorStats& st, const VectorRef& v, const std::vector<doub
 // Per-pair statistics of one output vector: error vs exact, split into angle-only error and
 // rotation error (vs the recipe-faithful rotation), and the bound utilization.
 void add_pairs(ErrorStats& st, OctaveStats& oc, const RopeSpec& spec, const VectorRef& v,
-               const std::vector<double>& g, const std::vector<double>& diff, int recipe,
-               const std::vector<bounds::PairBound>& bnd, double mag, double u) {
-  const auto& rec = v.recipe_y.at(recipe);
-  const auto& au = v.angle_u.at(recipe);
+               const std::vector<double>& g, const std::vector<double>& diff, RecipeReference& rr,
+               int slot, Dtype d, const std::vector<bounds::PairBound>& bnd, double mag, double u) {
+  const auto& au = v.angle_u[static_cast<std::size_t>(slot)];
+  const auto& x = *v.x;
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const auto [a, b] = spec.pair(i);
-    const double e = pair_error_u(diff[a], diff[b], v.x[a], v.x[b], mag, u);
+    const double e = pair_error_u(diff[a], diff[b], x[a], x[b], mag, u);
     ++st.n_pairs;
     ++oc.n_pairs;
     st.sum_pair2 += e * e;
     oc.sum_pair2 += e * e;
     if (e > oc.max_pair_u || std::isnan(e)) oc.max_pair_u = e;
-    const double er = output_pair_error_u(g, rec, v.x, a, b, mag, u);
+    double er = kInf;
+    if (std::isfinite(g[a]) && std::isfinite(g[b])) {
+      double ra = 0, rb = 0;
+      rr.rotation_diff(slot, i, g[a], g[b], d, ra, rb);
+      er = pair_error_u(ra, rb, x[a], x[b], mag, u);
+    }
     st.max_angle_u = std::fmax(st.max_angle_u, au[i]);
     if (er > st.max_rot_u || std::isnan(er)) st.max_rot_u = er;
     st.sum_angle2 += au[i] * au[i];
     st.sum_rot2 += er * er;
-    add_bound(st, e, bnd[i].total_u(std::hypot(v.x[a], v.x[b]) * mag));
+    add_bound(st, e, bnd[i].total_u(std::hypot(x[a], x[b]) * mag));
     offer_worst_pair(st, v, g, a, b, e);
   }
 }
 
+// A unit's reusable state: the oracle of its spec, the recipe-faithful reference, the vector
+// being compared and the buffers the comparison fills.
+struct SweepScratch {
+  explicit SweepScratch(const RopeSpec& spec) : oracle(spec), recipe(spec) {}
+  ref::Oracle oracle;
+  RecipeReference recipe;
+  VectorRef vr;
+  std::vector<double> diff;
+  std::vector<Policy> slot_policy;
+  std::vector<int> slot;  // per kernel: its recipe slot
+  std::vector<std::vector<bounds::PairBound>> bnd;
+};
+
 // One sampled position: every head vector against every supported kernel.
 void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const RopeSpec& spec,
-                    Dtype d, int si, const SweepInputs& in, std::size_t p) {
+                    Dtype d, int si, const SweepInputs& in, std::size_t p, SweepScratch& W) {
   const std::int64_t m = in.positions[p];
-  const Mp m_mp(static_cast<long long>(m));
   const double mag = magnitude_f64(spec), u = unit_roundoff(d);
-  std::map<int, Trig> recipe;
-  // The derived bound per kernel and pair at this position (independent of the input).
-  std::vector<std::vector<bounds::PairBound>> bnd(runs.size());
+  // The recipe slots (one per distinct recipe key, in key order as before) and the derived bound
+  // per kernel and pair at this position (independent of the input).
+  std::map<int, Policy> recipes;
+  W.bnd.resize(runs.size());
   for (std::size_t k = 0; k < runs.size(); ++k) {
+    W.bnd[k].clear();
     if (!runs[k].supported) continue;
     const Policy& pol = runs[k].checker.policy();
-    if (!recipe.count(recipe_key(pol))) recipe.emplace(recipe_key(pol), recipe_trig(pol, spec, m));
+    recipes.emplace(recipe_key(pol), pol);
     for (std::int64_t i = 0; i < spec.n_pairs(); ++i)
-      bnd[k].push_back(runs[k].checker.bound(i, static_cast<double>(m)));
+      W.bnd[k].push_back(runs[k].checker.bound(i, static_cast<double>(m)));
   }
+  W.slot_policy.clear();
+  std::map<int, int> slot_of;
+  for (const auto& [key, pol] : recipes) {
+    slot_of[key] = static_cast<int>(W.slot_policy.size());
+    W.slot_policy.push_back(pol);
+  }
+  W.slot.assign(runs.size(), -1);
+  for (std::size_t k = 0; k < runs.size(); ++k)
+    if (runs[k].supported) W.slot[k] = slot_of.at(recipe_key(runs[k].checker.policy()));
+  W.recipe.set_position(m, W.slot_policy);
+  // The exact trig of the position, shared by its heads.
+  const ref::Rotation rot = W.oracle.at({m});
+  VectorRef& vr = W.vr;
+  vr.spec_index = si;
+  vr.position = m;
   for (std::int64_t h = 0; h < kHeads; ++h) {
     const std::size_t v = p * kHeads + static_cast<std::size_t>(h);
-    // The oracle: the reference's blocked product, trig cached per (spec, position).
-    VectorRef vr{si, m, in.vectors[v], ref::apply_cached(spec, m_mp, in.vectors[v]), {}, {}, {},
-                 {}, {}};
+    vr.x = &in.vectors[v];
+    rot.apply(in.vectors[v].data(), vr.y);
+    W.recipe.set_vector(in.vectors[v].data());
     fill_exact(vr, spec, d);
-    fill_angle_errors(vr, spec, recipe, mag, u);
+    fill_angle_errors(vr, spec, W.recipe, static_cast<int>(W.slot_policy.size()), mag, u);
     for (std::size_t k = 0; k < runs.size(); ++k) {
       if (!runs[k].supported) continue;
       auto& st = R.stats[k];
       ++st.n_vectors;
       const auto& g = runs[k].got[v];
-      const auto diff = add_elements(st, spec, vr, g);
-      add_pairs(st, R.oct[k][static_cast<std::size_t>(octave_of(m))], spec, vr, g, diff,
-                recipe_key(runs[k].checker.policy()), bnd[k], mag, u);
+      add_elements(st, spec, vr, g, W.diff);
+      add_pairs(st, R.oct[k][static_cast<std::size_t>(octave_of(m))], spec, vr, g, W.diff, W.recipe,
+                W.slot[k], d, W.bnd[k], mag, u);
     }
   }
 }
@@ -317,7 +355,13 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
         run_kernel(*S.kernels[k], spec, d, in.positions, kHeads, in.vectors, runs[k].got);
     R.supported[k] = runs[k].supported;
   }
-  for (std::size_t p = 0; p < in.positions.size(); ++p) sweep_position(R, runs, spec, d, si, in, p);
+  SweepScratch W(spec);
+  for (std::size_t p = 0; p < in.positions.size(); ++p)
+    sweep_position(R, runs, spec, d, si, in, p, W);
+  R.counts.vectors = W.oracle.vectors();
+  R.counts.fallbacks = W.oracle.fallbacks();
+  R.counts.recipe_pairs = W.recipe.questions();
+  R.counts.recipe_fallbacks = W.recipe.fallbacks();
   return R;
 }
 
@@ -379,9 +423,23 @@ bool any_supported(const Setup& S, std::size_t k, int di) {
   return false;
 }
 
+// The oracles of a search, one per spec (made on first use), and their counts at the end.
+struct Oracles {
+  std::vector<std::unique_ptr<ref::Oracle>> per_spec;
+  const ref::Oracle& at(const Setup& S, std::size_t si) {
+    if (per_spec.size() < S.specs.size()) per_spec.resize(S.specs.size());
+    if (!per_spec[si]) per_spec[si] = std::make_unique<ref::Oracle>(S.specs[si]);
+    return *per_spec[si];
+  }
+  void count(OracleCounts& c) const {
+    for (const auto& o : per_spec)
+      if (o) c.vectors += o->vectors(), c.fallbacks += o->fallbacks();
+  }
+};
+
 // Folds the per-pair errors (in u) of kernel k over one spec's probe at position m into worst.
 void safe_probe_spec(const Setup& S, std::size_t k, int di, std::size_t si, std::int64_t m,
-                     double& worst) {
+                     double& worst, Oracles& oracles) {
   const Dtype d = S.o.dtypes[di];
   const RopeSpec& spec = S.specs[si];
   std::mt19937_64 rng(unit_seed(
@@ -392,11 +450,13 @@ void safe_probe_spec(const Setup& S, std::size_t k, int di, std::size_t si, std:
   for (std::size_t v = 0; v < pos.size() * heads; ++v)
     in.push_back(random_vector(rng, spec.head_dim, d));
   if (!run_kernel(*S.kernels[k], spec, d, pos, heads, in, out)) return;
+  const ref::Oracle& oracle = oracles.at(S, si);
+  ref::ExactVector y;
   for (std::size_t p = 0; p < pos.size(); ++p) {
-    const Mp m_mp(static_cast<long long>(pos[p]));
+    const ref::Rotation rot = oracle.at({pos[p]});
     for (std::int64_t h = 0; h < heads; ++h) {
       const std::size_t v = p * heads + static_cast<std::size_t>(h);
-      const auto y = ref::apply_cached(spec, m_mp, in[v]);
+      rot.apply(in[v].data(), y);
       for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
         const auto [a, b] = spec.pair(i);
         const double e =
@@ -408,11 +468,11 @@ void safe_probe_spec(const Setup& S, std::size_t k, int di, std::size_t si, std:
 }
 
 // Max per-pair error (in u) of kernel k over a probe at position m, over every spec.
-double safe_probe(const Setup& S, std::size_t k, int di, std::int64_t m) {
+double safe_probe(const Setup& S, std::size_t k, int di, std::int64_t m, Oracles& oracles) {
   double worst = 0;
   for (std::size_t si = 0; si < S.specs.size(); ++si)
     if (S.kernels[k]->supports(S.specs[si], S.o.dtypes[di]))
-      safe_probe_spec(S, k, di, si, m, worst);
+      safe_probe_spec(S, k, di, si, m, worst, oracles);
   return worst;
 }
 
@@ -475,8 +535,12 @@ SearchResult safe_context_search(const Setup& S, std::size_t k, int di) {
   SearchResult r;
   r.supported = any_supported(S, k, di);
   if (!r.supported) return r;
-  return search(
-      S.o.max_position, [&](std::int64_t m) { return safe_probe(S, k, di, m); }, S.o.safe_budget_u);
+  Oracles oracles;
+  r = search(
+      S.o.max_position, [&](std::int64_t m) { return safe_probe(S, k, di, m, oracles); },
+      S.o.safe_budget_u);
+  oracles.count(r.counts);
+  return r;
 }
 
 SearchResult score_offset_search(const Setup& S, std::size_t k, int di) {

@@ -40,11 +40,19 @@ struct Setup {
   std::vector<RopeSpec> specs;  // normalized
 };
 
+// How often the exact references answered, and how often they needed MPFR (the report's
+// environment block; not part of the results).
+struct OracleCounts {
+  std::int64_t vectors = 0, fallbacks = 0;              // reference::Oracle
+  std::int64_t recipe_pairs = 0, recipe_fallbacks = 0;  // RecipeReference questions (per pair)
+};
+
 // ---- sweep: one dtype x spec x bucket, every kernel of the setup on the same inputs ------------
 struct SweepResult {
   std::vector<ErrorStats> stats;                       // per kernel
   std::vector<std::array<OctaveStats, kOctaves>> oct;  // per kernel
   std::vector<char> supported;                         // per kernel
+  OracleCounts counts;
 };
 SweepResult sweep_unit(const Setup& s, int dtype, int spec, int bucket);
 
@@ -59,6 +67,7 @@ struct SearchResult {
   double failure_error_u = 0;       // the error seen at first_failure
   double max_error_passing_u = 0;   // largest error among passing probes (<= budget)
   int probes = 0;
+  OracleCounts counts;
 };
 // Budget: max per-pair error <= o.safe_budget_u * u over every spec.
 SearchResult safe_context_search(const Setup& s, std::size_t kernel, int dtype);

@@ -321,6 +321,65 @@ TEST(ReportRecipe, LadderF32IsGgmlsFloatLadderBitForBit) {
   for (std::int64_t i = 0; i < ll.n_pairs(); ++i) EXPECT_TRUE(a.c[i] == b.c[i] && a.s[i] == b.s[i]);
 }
 
+// RecipeReference answers exactly what the MP definitions give: RN(rotate(recipe) - apply_cached)
+// for the angle error and RN(got - rotate(recipe)) for the rotation error, bit for bit, whether
+// its double-double path or its MPFR fallback answered (m = 0 and pair 0, whose angles agree,
+// are the fallback's and the identity shortcut's cases; f64 outputs always take MPFR).
+TEST(ReportRecipe, RecipeReferenceMatchesTheMpDefinitionsBitForBit) {
+  ref::set_precision_bits(160);
+  std::vector<RopeSpec> specs;
+  for (Layout l : {Layout::interleaved, Layout::half}) {
+    RopeSpec s;
+    s.head_dim = 32;
+    s.base = 10000;
+    s.layout = l;
+    specs.push_back(s.normalized());
+  }
+  RopeSpec yarn = specs[0];  // scaled: magnitude != 1
+  yarn.scaling = deepseek_v3_yarn_scaling();
+  specs.push_back(yarn.normalized());
+  std::vector<Policy> pols;
+  for (const char* kn : {"table_f32", "scalar", "simd"})
+    for (Dtype d : {Dtype::f32, Dtype::f64}) pols.push_back(find_builtin_kernel(kn)->policy(d));
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> nd;
+  for (const RopeSpec& s : specs) {
+    detail::RecipeReference rr(s);
+    for (std::int64_t m : {0LL, 1LL, 77LL, 4095LL, 70001LL, 1000003LL}) {
+      rr.set_position(m, pols);
+      for (int v = 0; v < 3; ++v) {
+        std::vector<double> x(32);
+        for (auto& e : x) e = round_to_dtype(nd(rng), Dtype::bf16);
+        rr.set_vector(x.data());
+        const auto y = ref::apply_cached(s, ref::Mp(static_cast<long long>(m)), x);
+        for (std::size_t r = 0; r < pols.size(); ++r) {
+          const auto yr = detail::rotate(s, detail::recipe_trig(pols[r], s, m), x);
+          for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+            const auto [a, b] = s.pair(i);
+            double da = 0, db = 0;
+            rr.angle_diff(static_cast<int>(r), i, da, db);
+            EXPECT_EQ(std::fabs(da), std::fabs(static_cast<double>(yr[a] - y[a])))
+                << describe(s) << " m=" << m << " i=" << i;
+            EXPECT_EQ(std::fabs(db), std::fabs(static_cast<double>(yr[b] - y[b])));
+            // A kernel-like output: the exact value rounded to f32 (or f64), nudged.
+            for (Dtype d : {Dtype::f32, Dtype::f64}) {
+              const double ga = ref::round_to(y[a], d), gb = ref::round_to(y[b], d) * (v == 2);
+              double ra = 0, rb = 0;
+              rr.rotation_diff(static_cast<int>(r), i, ga, gb, d, ra, rb);
+              EXPECT_EQ(std::fabs(ra), std::fabs(static_cast<double>(ref::exact(ga) - yr[a])))
+                  << describe(s) << " m=" << m << " i=" << i << " " << name(d);
+              EXPECT_EQ(std::fabs(rb), std::fabs(static_cast<double>(ref::exact(gb) - yr[b])));
+            }
+          }
+        }
+      }
+    }
+    // Most answers come from double-double; the fallback was exercised too.
+    EXPECT_LT(rr.fallbacks() * 2, rr.questions()) << describe(s);
+    EXPECT_GT(rr.fallbacks(), 0) << describe(s);
+  }
+}
+
 TEST(ReportSchema, ValidatorAcceptsAndRejects) {
   const json schema = json::parse(R"({
     "type": "object", "required": ["a", "n"], "additionalProperties": false,
