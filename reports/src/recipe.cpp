@@ -250,6 +250,7 @@ struct RecipeReference::Impl {
   };
 
   RopeSpec spec;
+  bool mpfr_only = false;  // --oracle mpfr: never the dd path
   mpfr_prec_t prec;
   std::size_t np;
   ref::Mp S;
@@ -331,7 +332,7 @@ struct RecipeReference::Impl {
       bool ok = true;
       for (const DD* d : {&sl.dc[i], &sl.ds[i], &sl.cc[i], &sl.ss[i]})
         ok = ok && ordinary(d->hi) && ordinary(d->lo);
-      sl.fast[i] = ok;
+      sl.fast[i] = ok && !mpfr_only;
     }
   }
 
@@ -366,7 +367,9 @@ struct RecipeReference::Impl {
   }
 };
 
-RecipeReference::RecipeReference(const RopeSpec& spec) : impl_(new Impl(spec)) {}
+RecipeReference::RecipeReference(const RopeSpec& spec, bool mpfr_only) : impl_(new Impl(spec)) {
+  impl_->mpfr_only = mpfr_only;
+}
 RecipeReference::~RecipeReference() { delete impl_; }
 
 void RecipeReference::set_position(std::int64_t m, const std::vector<Policy>& policies) {

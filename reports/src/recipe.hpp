@@ -48,7 +48,9 @@ reference::MpVector rotate(const RopeSpec& spec, const Trig& t, const std::vecto
 // as written above, in reused MPFR scratch. One object per thread and spec (it owns the scratch).
 class RecipeReference {
  public:
-  explicit RecipeReference(const RopeSpec& spec);  // at the current reference precision
+  // At the current reference precision; mpfr_only: every answer from the MP expressions (the
+  // report's --oracle mpfr).
+  explicit RecipeReference(const RopeSpec& spec, bool mpfr_only = false);
   ~RecipeReference();
   RecipeReference(const RecipeReference&) = delete;
   RecipeReference& operator=(const RecipeReference&) = delete;

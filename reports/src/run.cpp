@@ -33,7 +33,8 @@ nlohmann::json run(const Options& o, const std::vector<const Kernel*>& kernels,
           }
         },
         r);
-  doc["environment"]["oracle"] = {{"vectors", c.vectors},
+  doc["environment"]["oracle"] = {{"mode", o.oracle_mpfr ? "mpfr" : "fast"},
+                                  {"vectors", c.vectors},
                                   {"mpfr_fallbacks", c.fallbacks},
                                   {"recipe_pairs", c.recipe_pairs},
                                   {"recipe_mpfr_fallbacks", c.recipe_fallbacks}};

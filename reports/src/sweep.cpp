@@ -275,7 +275,8 @@ void add_pairs(ErrorStats& st, OctaveStats& oc, const RopeSpec& spec, const Vect
 // A unit's reusable state: the oracle of its spec, the recipe-faithful reference, the vector
 // being compared and the buffers the comparison fills.
 struct SweepScratch {
-  explicit SweepScratch(const RopeSpec& spec) : oracle(spec), recipe(spec) {}
+  SweepScratch(const RopeSpec& spec, bool mpfr)
+      : oracle(spec, mpfr ? ref::OracleMode::mpfr : ref::OracleMode::fast), recipe(spec, mpfr) {}
   ref::Oracle oracle;
   RecipeReference recipe;
   VectorRef vr;
@@ -355,7 +356,7 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
         run_kernel(*S.kernels[k], spec, d, in.positions, kHeads, in.vectors, runs[k].got);
     R.supported[k] = runs[k].supported;
   }
-  SweepScratch W(spec);
+  SweepScratch W(spec, S.o.oracle_mpfr);
   for (std::size_t p = 0; p < in.positions.size(); ++p)
     sweep_position(R, runs, spec, d, si, in, p, W);
   R.counts.vectors = W.oracle.vectors();
@@ -428,7 +429,9 @@ struct Oracles {
   std::vector<std::unique_ptr<ref::Oracle>> per_spec;
   const ref::Oracle& at(const Setup& S, std::size_t si) {
     if (per_spec.size() < S.specs.size()) per_spec.resize(S.specs.size());
-    if (!per_spec[si]) per_spec[si] = std::make_unique<ref::Oracle>(S.specs[si]);
+    if (!per_spec[si])
+      per_spec[si] = std::make_unique<ref::Oracle>(
+          S.specs[si], S.o.oracle_mpfr ? ref::OracleMode::mpfr : ref::OracleMode::fast);
     return *per_spec[si];
   }
   void count(OracleCounts& c) const {

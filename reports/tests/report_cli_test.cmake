@@ -1,7 +1,8 @@
 # Drives `ropecheck report` end to end (cmake -P, no shell or Python): CASE is one of
 #   smoke        small report; every file written, JSON valid against the schema, HTML and JUnit
 #                well-formed, Markdown has its sections; exit status 0 or 1 (never 2/3)
-#   determinism  two runs with the same seed (1 and 2 threads) give the same JSON bar environment
+#   determinism  two runs with the same seed (1 and 2 threads, and --oracle mpfr) give the same
+#                JSON bar environment
 #   usage        bad options exit 2 with a message and write nothing
 #   baseline     --baseline with the report itself: no regression; with a shrunken copy: exit 1
 #   shard        unsharded == --shard 0/2 + GTEST_* 1/2 merged (apart from environment/shard);
@@ -50,11 +51,15 @@ elseif(CASE STREQUAL "determinism")
   report(${WORK}/det1 "0|1" --seed 7 --threads 1)
   report(${WORK}/det2 "0|1" --seed 7 --threads 2)
   run_ok(${TOOL} same-json ${WORK}/det1/report.json ${WORK}/det2/report.json)
+  # The two-tier oracle answers as MPFR alone does, bit for bit: the whole report agrees.
+  file(REMOVE_RECURSE ${WORK}/det3)
+  report(${WORK}/det3 "0|1" --seed 7 --threads 2 --oracle mpfr)
+  run_ok(${TOOL} same-json ${WORK}/det1/report.json ${WORK}/det3/report.json)
 elseif(CASE STREQUAL "usage")
   file(REMOVE_RECURSE ${WORK}/usage)
   foreach(bad "--samples;0" "--max-position;0" "--dtypes;f8" "--kernels;nosuch" "--head-dims;1"
               "--bases;1" "--layouts;diagonal" "--dtypes;f32,f32" "--bases;abc" "--samples;x"
-              "--baseline;${WORK}/does-not-exist.json" "--safe-budget-u;0")
+              "--baseline;${WORK}/does-not-exist.json" "--safe-budget-u;0" "--oracle;exact")
     execute_process(COMMAND ${ROPECHECK} report ${SMALL} ${bad} --out ${WORK}/usage
                     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     if(NOT rc EQUAL 2 OR err STREQUAL "")

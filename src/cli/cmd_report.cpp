@@ -65,6 +65,7 @@ struct ReportArgs {
   long long samples = reports::Options{}.samples;
   unsigned long long seed = 1;
   unsigned threads = 0;
+  std::string oracle = "fast";
   unsigned ref_bits = 0;
   std::string out;
   std::string baseline;
@@ -135,6 +136,7 @@ reports::Options parse_options(const ReportArgs& a) {
   o.samples = a.samples;
   o.seed = a.seed;
   o.threads = a.threads;
+  o.oracle_mpfr = a.oracle == "mpfr";
   o.reference_bits = a.ref_bits;
   o.safe_budget_u = a.safe_budget_u;
   const Shard shard = resolve_shard(a.shard);
@@ -233,6 +235,10 @@ void add_report(CLI::App& app, int& status) {
                       std::to_string(reports::Options{}.samples) + ")");
   cmd->add_option("--seed", a->seed, "random seed (default 1); same seed -> same report.json");
   cmd->add_option("--threads", a->threads, "worker threads (default: all hardware threads)");
+  cmd->add_option("--oracle", a->oracle,
+                  "exact values: fast (double-double, MPFR where it cannot certify; default) or "
+                  "mpfr (MPFR alone: the same answers, slower)")
+      ->check(CLI::IsMember({"fast", "mpfr"}));
   cmd->add_option("--ref-bits", a->ref_bits, "reference precision in bits (default 160)");
   cmd->add_option("--safe-budget-u", a->safe_budget_u,
                   "per-pair error budget (in u of the dtype) defining the precision-safe context "

@@ -64,7 +64,10 @@ struct Options {
   // with 4 head vectors each: the exact trig of a position is shared by its heads).
   std::int64_t samples = 1024;
   std::uint64_t seed = 1;
-  unsigned threads = 0;         // 0 = std::thread::hardware_concurrency()
+  unsigned threads = 0;  // 0 = std::thread::hardware_concurrency()
+  // Every exact value from MPFR alone (--oracle mpfr): the same answers as the two-tier oracle,
+  // bit for bit, at several times the cost; for cross-checking the fast path.
+  bool oracle_mpfr = false;
   unsigned reference_bits = 0;  // 0 = reference::default_bits (160 for every dtype we have)
   // Budget that defines the precision-safe context length: max per-pair error <= budget_u * u.
   double safe_budget_u = 2.0;
