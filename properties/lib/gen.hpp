@@ -21,6 +21,7 @@
 
 #include "ropecheck/dtype.hpp"
 #include "ropecheck/kernel.hpp"
+#include "ropecheck/reference/oracle.hpp"
 #include "ropecheck/spec.hpp"
 
 #include <rapidcheck.h>
@@ -243,6 +244,7 @@ struct Context {
   DomainContext domain;
   VariantConfig variants;
   ShrinkBudget shrink;
+  reference::OracleMode oracle = reference::OracleMode::fast;  // Options::oracle_mpfr
 };
 
 // ---- positions and call shapes ------------------------------------------------------------------

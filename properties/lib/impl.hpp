@@ -44,6 +44,7 @@
 #include "gen.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/properties.hpp"
+#include "ropecheck/reference/oracle.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/verify/verify.hpp"
 
@@ -306,8 +307,9 @@ std::vector<double> finite_input(const Policy& pol, const RopeSpec& s, std::int6
 
 // Pair p of a vector in the messages of the pair checks, in verify's formats (the ones `check`,
 // `validate` and the reports print): `at` locates the vector (token, position, head) and gains the
-// pair; x, got and exact are the vector's head_dim values; `call` is the call's context
-// (`<spec> positions=[...]`, as in every counterexample).
+// pair; x, got and exact are the vector's head_dim values (exact: the oracle's answers, whose MP
+// values are computed only for a message); `call` is the call's context (`<spec>
+// positions=[...]`, as in every counterexample).
 struct PairText {
   verify::Location at;
   const verify::PairChecker& pc;
@@ -315,7 +317,7 @@ struct PairText {
   double position;
   const double* x;
   const double* got;
-  const reference::MpVector& exact;
+  const reference::ExactVector& exact;
   const std::string& call;
 
   std::size_t a() const { return static_cast<std::size_t>(p.elem_a); }
@@ -334,14 +336,14 @@ struct PairText {
   // The pair out of its pair bound: where, why (verify::explain_pair), the call, the bound.
   std::string out_of_bound() const {
     return located() + ": " +
-           verify::explain_pair(p, x[a()], x[b()], got[a()], got[b()], exact[a()], exact[b()],
-                                pc.u()) +
+           verify::explain_pair(p, x[a()], x[b()], got[a()], got[b()], exact.mp(p.elem_a),
+                                exact.mp(p.elem_b), pc.u()) +
            context();
   }
   // The pair's values without a verdict: got, expected and the input.
   std::string values() const {
-    const auto ga = verify::fmt_got_expected(got[a()], exact[a()]);
-    const auto gb = verify::fmt_got_expected(got[b()], exact[b()]);
+    const auto ga = verify::fmt_got_expected(got[a()], exact.mp(p.elem_a));
+    const auto gb = verify::fmt_got_expected(got[b()], exact.mp(p.elem_b));
     const auto xs = verify::fmt_apart(x[a()], x[b()], 9);
     return located() + ": got (" + ga.first + ", " + gb.first + "), expected (" + ga.second + ", " +
            gb.second + ") from x = (" + xs.first + ", " + xs.second + ")" + context();
@@ -658,15 +660,19 @@ void scores_depend_only_on_offset(const Kernel& k, g::Context& c) {
 // documented slack; pass-through dims bit for bit.
 
 // The faithful-rounding half of property 6 for one pair: each element within P plus half an ulp of
-// its exact value.
+// its exact value. The oracle gives d = RN(got - exact) and RN is monotone, so |d| < slack and
+// |d| > slack decide |got - exact| <= slack as the exact difference would; only |d| == slack
+// needs the MP value.
 template <Dtype D>
 void expect_faithful(const PairText& pt) {
   const double P = pt.pc.bound(pt.p.pair, pt.position).pre_storage_abs(pt.p.scaled_norm);
   for (std::int64_t j : {pt.p.elem_a, pt.p.elem_b}) {
-    const Mp err = abs(ex(pt.got[j]) - pt.exact[j]);
-    const double top = std::nextafter(std::fabs(dbl(pt.exact[j])) + P, INFINITY);
+    const double top = std::nextafter(std::fabs(pt.exact.value(j)) + P, INFINITY);
     const double slack = P + reference::ulp(top, D) / 2;
-    if (!(err <= Mp(slack))) {
+    const double d = std::fabs(pt.exact.diff(j, pt.got[j]));
+    const bool within = d != slack ? d < slack : abs(ex(pt.got[j]) - pt.exact.mp(j)) <= Mp(slack);
+    if (!within) {
+      const Mp err = abs(ex(pt.got[j]) - pt.exact.mp(j));
       const auto [e, sl] = verify::fmt_apart(dbl(err), slack);
       fail("element " + std::to_string(j) + " not faithfully rounded: |got - exact| = " + e +
            " > P + ulp/2 = " + sl + "; " + pt.values());
@@ -686,12 +692,15 @@ void matches_reference_within_bound(const Kernel& k, g::Context& c) {
   const auto y = load_vec<D>(run<D>(k, c, s, nt, nh, pos, store_vec<D>(x)).data(), nt * nh * d);
   const verify::PairChecker pc(pol, s, D);
   const std::string call = ctx(s, pos);
-  for (std::int64_t t = 0; t < nt; ++t)
+  const reference::Oracle oracle(s, c.oracle);
+  reference::ExactVector exact;
+  for (std::int64_t t = 0; t < nt; ++t) {
+    const reference::Rotation rot = oracle.at({pos[t]});  // shared by the token's heads
     for (std::int64_t h = 0; h < nh; ++h) {
       const std::int64_t off = (t * nh + h) * d;
       const double* xv = x.data() + off;
       const double* got = y.data() + off;
-      const auto exact = reference::apply_blocked(s, Mp(pos[t]), std::vector<double>(xv, xv + d));
+      rot.apply(xv, exact);
       const verify::VectorCheck vc = verify::check_vector(pc, {pos[t]}, xv, got, exact);
       verify::Location at;
       at.token = t;
@@ -707,6 +716,7 @@ void matches_reference_within_bound(const Kernel& k, g::Context& c) {
         expect_faithful<D>(pt);
       }
     }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -963,7 +973,10 @@ void composes_additively_per_axis(const Kernel& k, g::Context& c) {
   const auto w = load_vec<D>(run<D>(k, c, s, 1, 1, q, z, A).data(), s.head_dim);
   const auto v = load_vec<D>(run<D>(k, c, s, 1, 1, pq, store_vec<D>(x), A).data(), s.head_dim);
   const auto zd = load_vec<D>(z.data(), s.head_dim);
-  const auto exact = reference::apply_blocked(s, mp_positions(pq), x);  // s R(p+q) x
+  const reference::Oracle oracle(s, c.oracle);
+  // The ExactVector points at its Rotation: both live to the end of the case.
+  const reference::Rotation rot = oracle.at(pq);
+  const reference::ExactVector exact = rot.apply(x.data());  // s R(p+q) x
   const std::string call =
       ctx(s, p) + " then " + ctx(s, q).substr(describe(s).size()) + " (per axis)";
   for (std::int64_t j : pass_dims(s))
@@ -981,12 +994,13 @@ void composes_additively_per_axis(const Kernel& k, g::Context& c) {
     const auto Bp = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(p[ax]));
     const auto Bq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(q[ax]));
     const double bc = bounds::composition_abs(Bp, xn, Bq, zn, magd(s));
-    const Mp ec = hyp(ex(w[ia]) - sm * exact[ia], ex(w[ib]) - sm * exact[ib]);
+    // An MP expression of the exact values (the oracle answers differences with one output).
+    const Mp ec = hyp(ex(w[ia]) - sm * exact.mp(ia), ex(w[ib]) - sm * exact.mp(ib));
     if (!(ec <= Mp(bc)))
       fail("pair " + std::to_string(i) + " (axis " + std::to_string(ax) +
            ") |K(K(x,p),q) - s^2 R(p+q) x|: " + exceeded(ec, bc, xn * pc.u()) + " | " + call);
     const auto m = static_cast<double>(pq[ax]);
-    const verify::PairCheck pr = pc.check(i, m, x[ia], x[ib], v[ia], v[ib], exact[ia], exact[ib]);
+    const verify::PairCheck pr = pc.check(i, m, x[ia], x[ib], v[ia], v[ib], exact);
     if (!pr.within())
       fail("K(x,p+q) against s R(p+q) x, axis " + std::to_string(ax) + ": " +
            PairText{at, pc, pr, m, x.data(), v.data(), exact, call}.out_of_bound());
@@ -1221,6 +1235,7 @@ Verdict check_dtype(Property p, const Kernel& k, const Options& o) {
   reference::set_precision_bits(reference::default_bits(D));
   g::Context ctx;
   ctx.variants = {o.variants, o.focus_scaling, o.focus_layout};
+  ctx.oracle = o.oracle_mpfr ? reference::OracleMode::mpfr : reference::OracleMode::fast;
   ctx.domain = probe_domain<D>(k);
   const g::DomainContext& c = ctx.domain;
   if (c.full.empty() && c.partial.empty() && c.multi_axis.empty()) {

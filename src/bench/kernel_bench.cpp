@@ -4,24 +4,42 @@
 //
 // Every case is [T][32][128], positions 0..T-1, out-of-place, one thread. Each kernel call does
 // its own angle and cos/sin work for those positions (nothing is cached across calls), as a real
-// RoPE call would. Each case is repeated (kRepetitions) and the table uses the fastest
-// repetition of both the kernel and its memcpy: on a shared machine the minimum is the estimate
-// least disturbed by other processes. The raw per-repetition times are in --benchmark_out JSON.
+// RoPE call would.
 //
-// Usage: kernel_bench [--benchmark_out=kernel_bench.json --benchmark_out_format=json]
-//                     [--ratio_out=ratios.json] [--benchmark_filter=...]
+// Map:
+//   Buffers          the tensors, sized for the largest case
+//   BM_Memcpy        memcpy alone: the bandwidth row of the table
+//   BM_Kernel        kernel and memcpy interleaved, call after call: the ratio
+//   defaults         Google Benchmark flags the user did not pass (repetitions, min time,
+//                    aggregates only)
+//   Collecting       the display reporter the flags ask for, plus the medians for the table
+//   print_table      ratio median [min, max] over repetitions, rows that ran only
+//
+// Why the ratio is measured interleaved: on this shared machine the memcpy baseline of the 2-byte
+// dtypes at T = 2048 sits in L3 and swings by about 30% between runs (cache contention from other
+// processes, frequency). Kernel and memcpy timed in separate benchmarks see different swings, so
+// their ratio carries both; timed alternately in one loop a swing hits both, and each repetition
+// gives one ratio. The table reports the median of those ratios and their range.
+//
+// Usage: kernel_bench [Google Benchmark flags] [--ratio_out=ratios.json]
+//   Defaults when not given: --benchmark_repetitions=5 --benchmark_min_time=0.1
+//   --benchmark_report_aggregates_only=true (mean, median, stddev, cv, min, max per case).
+//   --benchmark_format=json|csv: that format on stdout; the ratio table then goes to stderr.
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/kernels/simd_info.hpp"
 
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
@@ -33,8 +51,6 @@ using namespace ropecheck;
 
 constexpr std::int64_t kHeads = 32, kHeadDim = 128;
 constexpr std::int64_t kTokens[] = {64, 2048, 8192};
-constexpr int kRepetitions = 3;
-constexpr double kMinTime = 0.1;  // seconds per repetition
 
 // One pair of buffers sized for the largest case, refilled only when the dtype changes (cases are
 // registered dtype-major). Inputs are finite values in [-1, 1] exactly representable in the dtype:
@@ -84,7 +100,11 @@ void BM_Memcpy(benchmark::State& state, Dtype d, std::int64_t T) {
   state.SetBytesProcessed(static_cast<std::int64_t>(2 * n) * state.iterations());
 }
 
+// Each iteration: one kernel call, then one memcpy of the same bytes between the same buffers.
+// The benchmark's time is the kernel's (manual time); the counters are per repetition:
+// memcpy_ms (per call) and ratio (kernel time / memcpy time, summed over the repetition's calls).
 void BM_Kernel(benchmark::State& state, const Kernel* k, Dtype d, Layout l, std::int64_t T) {
+  using clock = std::chrono::steady_clock;
   Buffers& b = buffers();
   b.fill(d);
   RopeSpec spec;
@@ -95,16 +115,30 @@ void BM_Kernel(benchmark::State& state, const Kernel* k, Dtype d, Layout l, std:
     state.SkipWithError("unsupported");
     return;
   }
+  const std::size_t n = tensor_bytes(T, d);
+  double kernel_s = 0, memcpy_s = 0;
   for (auto _ : state) {
+    const auto t0 = clock::now();
     const KernelStatus st =
         apply_contiguous(*k, spec, d, T, kHeads, b.positions.data(), b.in, b.out);
+    benchmark::ClobberMemory();
+    const auto t1 = clock::now();
+    std::memcpy(b.out, b.in, n);
+    benchmark::ClobberMemory();
+    const auto t2 = clock::now();
     if (st != KernelStatus::ok) {
       state.SkipWithError("kernel returned an error");
       break;
     }
-    benchmark::ClobberMemory();
+    const double ks = std::chrono::duration<double>(t1 - t0).count();
+    kernel_s += ks;
+    memcpy_s += std::chrono::duration<double>(t2 - t1).count();
+    state.SetIterationTime(ks);
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(2 * tensor_bytes(T, d)) * state.iterations());
+  if (state.iterations() == 0 || memcpy_s <= 0) return;
+  state.SetBytesProcessed(static_cast<std::int64_t>(2 * n) * state.iterations());
+  state.counters["memcpy_ms"] = 1e3 * memcpy_s / static_cast<double>(state.iterations());
+  state.counters["ratio"] = kernel_s / memcpy_s;
 }
 
 // (kernel or "memcpy", dtype, layout or "-", T) of every registered case, by benchmark name.
@@ -114,8 +148,16 @@ std::map<std::string, Key>& case_keys() {
   return m;
 }
 
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+double max_of(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+
+// Repetitions and min time come from the flags (see defaults()): nothing fixed here, since a
+// Benchmark's own Repetitions()/MinTime() would override the user's flags. min and max join
+// Google Benchmark's mean/median/stddev/cv so the ratio's spread is in every output format.
 void configure(benchmark::internal::Benchmark* b) {
-  b->Repetitions(kRepetitions)->MinTime(kMinTime)->UseRealTime()->Unit(benchmark::kMillisecond);
+  b->Unit(benchmark::kMillisecond)
+      ->ComputeStatistics("min", min_of)
+      ->ComputeStatistics("max", max_of);
 }
 
 void register_all() {
@@ -123,13 +165,14 @@ void register_all() {
     for (std::int64_t T : kTokens) {
       const std::string dt = name(d), ts = std::to_string(T);
       const std::string mname = "memcpy/" + dt + "/T:" + ts;
-      configure(benchmark::RegisterBenchmark(mname.c_str(), BM_Memcpy, d, T));
+      configure(benchmark::RegisterBenchmark(mname.c_str(), BM_Memcpy, d, T)->UseRealTime());
       case_keys()[mname] = {"memcpy", dt, "-", T};
       for (const Kernel* k : builtin_kernels()) {
         for (Layout l : {Layout::interleaved, Layout::half}) {
           const std::string kname =
               "rope/" + k->name() + "/" + dt + "/" + ropecheck::name(l) + "/T:" + ts;
-          configure(benchmark::RegisterBenchmark(kname.c_str(), BM_Kernel, k, d, l, T));
+          configure(
+              benchmark::RegisterBenchmark(kname.c_str(), BM_Kernel, k, d, l, T)->UseManualTime());
           case_keys()[kname] = {k->name(), dt, ropecheck::name(l), T};
         }
       }
@@ -137,65 +180,150 @@ void register_all() {
   }
 }
 
-// Console output as usual, plus the fastest repetition of every case for the ratio table.
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  std::map<Key, double> best_seconds;  // per call
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) {
-      if (r.run_type != Run::RT_Iteration || r.error_occurred || r.iterations == 0) continue;
-      const auto it = case_keys().find(r.run_name.function_name);
-      if (it == case_keys().end()) continue;
-      const double sec = r.real_accumulated_time / static_cast<double>(r.iterations);
-      auto [pos, fresh] = best_seconds.emplace(it->second, sec);
-      if (!fresh) pos->second = std::min(pos->second, sec);
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
+// ---- flags -------------------------------------------------------------------------------------
+
+bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
+  for (const auto& a : args)
+    if (a == flag || a.rfind(flag + "=", 0) == 0) return true;
+  return false;
+}
+
+std::string flag_value(const std::vector<std::string>& args, const std::string& flag,
+                       const std::string& fallback) {
+  std::string v = fallback;
+  for (const auto& a : args)
+    if (a.rfind(flag + "=", 0) == 0) v = a.substr(flag.size() + 1);  // the last one wins, as GB
+  return v;
+}
+
+// The flags the user did not pass, with this binary's defaults: 5 repetitions (a median and a
+// range need several), 0.1 s each, aggregates only (the medians; per-repetition rows are noise
+// to a reader, and --benchmark_report_aggregates_only=false brings them back).
+std::vector<std::string> defaults(const std::vector<std::string>& args) {
+  std::vector<std::string> d;
+  if (!has_flag(args, "--benchmark_repetitions")) d.push_back("--benchmark_repetitions=5");
+  if (!has_flag(args, "--benchmark_min_time")) d.push_back("--benchmark_min_time=0.1");
+  if (!has_flag(args, "--benchmark_report_aggregates_only") &&
+      !has_flag(args, "--benchmark_display_aggregates_only"))
+    d.push_back("--benchmark_report_aggregates_only=true");
+  return d;
+}
+
+// ---- reporting ---------------------------------------------------------------------------------
+
+// What the table needs of one case: the median (and range) of the time per call and of the ratio.
+struct Stats {
+  double median_s = 0, ratio_median = 0, ratio_min = 0, ratio_max = 0;
+  bool ratio = false;
 };
 
-void print_table(const std::map<Key, double>& best, const std::string& ratio_out) {
-  std::printf(
-      "\nratio = kernel time / memcpy time of the same bytes (fastest of %d repetitions "
-      "each); [T][%lld][%lld], positions 0..T-1, out-of-place, 1 thread, simd path %s\n",
-      kRepetitions, static_cast<long long>(kHeads), static_cast<long long>(kHeadDim), simd_path());
-  std::printf("%-10s %-5s %-12s", "kernel", "dtype", "layout");
-  for (std::int64_t T : kTokens) std::printf(" %10s", ("T=" + std::to_string(T)).c_str());
-  std::printf("\n");
-  std::string json = "[";
-  auto memcpy_row = [&](const std::string& dt) {
-    std::printf("%-10s %-5s %-12s", "memcpy", dt.c_str(), "(ms)");
-    for (std::int64_t T : kTokens) {
-      const auto it = best.find(Key{"memcpy", dt, "-", T});
-      std::printf(" %10.3f", it == best.end() ? 0.0 : it->second * 1e3);
+// The display reporter --benchmark_format asks for (RunSpecifiedBenchmarks only builds one from
+// the flags when given none), collecting each case's median, min and max on the way. With a single
+// repetition Google Benchmark computes no aggregates: that run is its own median, min and max.
+class Collecting final : public benchmark::BenchmarkReporter {
+ public:
+  explicit Collecting(const std::string& format, bool color, bool tabular) {
+    if (format == "json") {
+      inner_ = std::make_unique<benchmark::JSONReporter>();
+    } else if (format == "csv") {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+      inner_ = std::make_unique<benchmark::CSVReporter>();
+#pragma GCC diagnostic pop
+    } else {
+      int o = benchmark::ConsoleReporter::OO_None;
+      if (color) o |= benchmark::ConsoleReporter::OO_Color;
+      if (tabular) o |= benchmark::ConsoleReporter::OO_Tabular;
+      inner_ = std::make_unique<benchmark::ConsoleReporter>(
+          static_cast<benchmark::ConsoleReporter::OutputOptions>(o));
     }
-    std::printf("\n");
+  }
+  std::map<Key, Stats> stats;
+
+  bool ReportContext(const Context& c) override { return inner_->ReportContext(c); }
+  void Finalize() override { inner_->Finalize(); }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs) {
+      if (r.error_occurred) continue;
+      const auto it = case_keys().find(r.run_name.function_name);
+      if (it == case_keys().end()) continue;
+      const bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
+      const std::string agg = single ? "" : r.aggregate_name;
+      if (!single && r.run_type != Run::RT_Aggregate) continue;
+      Stats& s = stats[it->second];
+      const auto ratio = r.counters.find("ratio");
+      const double rv = ratio == r.counters.end() ? 0.0 : ratio->second.value;
+      s.ratio = s.ratio || ratio != r.counters.end();
+      if (single || agg == "median") {
+        // Adjusted time is in the run's unit (ms, configure()); iterations are already divided.
+        s.median_s = r.GetAdjustedRealTime() * 1e-3;
+        s.ratio_median = rv;
+      }
+      if (single || agg == "min") s.ratio_min = rv;
+      if (single || agg == "max") s.ratio_max = rv;
+    }
+    inner_->ReportRuns(runs);
+  }
+
+ private:
+  std::unique_ptr<benchmark::BenchmarkReporter> inner_;
+};
+
+std::string json_number(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+// Only the rows and columns of cases that ran (a --benchmark_filter'ed run prints its cases).
+void print_table(const std::map<Key, Stats>& st, const std::string& ratio_out, std::FILE* out) {
+  std::vector<std::int64_t> Ts;
+  for (std::int64_t T : kTokens)
+    for (const auto& [k, s] : st)
+      if (std::get<3>(k) == T && std::find(Ts.begin(), Ts.end(), T) == Ts.end()) Ts.push_back(T);
+  if (Ts.empty()) return;
+  std::fprintf(out,
+               "\nratio = kernel time / memcpy time, timed alternately call by call: median "
+               "[min, max] over repetitions; memcpy rows: median ms per call of memcpy alone. "
+               "[T][%lld][%lld], positions 0..T-1, out-of-place, 1 thread, simd path %s\n",
+               static_cast<long long>(kHeads), static_cast<long long>(kHeadDim), simd_path());
+  std::fprintf(out, "%-10s %-5s %-12s", "kernel", "dtype", "layout");
+  for (std::int64_t T : Ts) std::fprintf(out, " %20s", ("T=" + std::to_string(T)).c_str());
+  std::fprintf(out, "\n");
+  std::string json = "[";
+  auto row = [&](const std::string& kn, const std::string& dt, const std::string& layout,
+                 const std::string& label) {
+    bool any = false;
+    for (std::int64_t T : Ts) any = any || st.count(Key{kn, dt, layout, T});
+    if (!any) return;
+    std::fprintf(out, "%-10s %-5s %-12s", kn.c_str(), dt.c_str(), label.c_str());
+    for (std::int64_t T : Ts) {
+      const auto it = st.find(Key{kn, dt, layout, T});
+      char cell[64] = "-";
+      if (it != st.end() && kn == "memcpy") {
+        std::snprintf(cell, sizeof cell, "%.3f", it->second.median_s * 1e3);
+      } else if (it != st.end() && it->second.ratio) {
+        const Stats& s = it->second;
+        std::snprintf(cell, sizeof cell, "%.2f [%.2f, %.2f]", s.ratio_median, s.ratio_min,
+                      s.ratio_max);
+        if (json.size() > 1) json += ",";
+        json += "{\"kernel\":\"" + kn + "\",\"dtype\":\"" + dt + "\",\"layout\":\"" + layout +
+                "\",\"tokens\":" + std::to_string(T) +
+                ",\"kernel_seconds_median\":" + json_number(s.median_s) +
+                ",\"ratio_median\":" + json_number(s.ratio_median) +
+                ",\"ratio_min\":" + json_number(s.ratio_min) +
+                ",\"ratio_max\":" + json_number(s.ratio_max) + "}";
+      }
+      std::fprintf(out, " %20s", cell);
+    }
+    std::fprintf(out, "\n");
   };
   for (Dtype d : kAllDtypes) {
     const std::string dt = name(d);
-    memcpy_row(dt);
-    for (const Kernel* k : builtin_kernels()) {
-      for (Layout l : {Layout::interleaved, Layout::half}) {
-        std::printf("%-10s %-5s %-12s", k->name().c_str(), dt.c_str(), ropecheck::name(l));
-        for (std::int64_t T : kTokens) {
-          const auto km = best.find(Key{k->name(), dt, ropecheck::name(l), T});
-          const auto mm = best.find(Key{"memcpy", dt, "-", T});
-          if (km == best.end() || mm == best.end()) {
-            std::printf(" %10s", "-");
-            continue;
-          }
-          const double ratio = km->second / mm->second;
-          std::printf(" %10.2f", ratio);
-          if (json.size() > 1) json += ",";
-          json += "{\"kernel\":\"" + k->name() + "\",\"dtype\":\"" + dt + "\",\"layout\":\"" +
-                  ropecheck::name(l) + "\",\"tokens\":" + std::to_string(T) +
-                  ",\"kernel_seconds\":" + std::to_string(km->second) +
-                  ",\"memcpy_seconds\":" + std::to_string(mm->second) +
-                  ",\"ratio\":" + std::to_string(ratio) + "}";
-        }
-        std::printf("\n");
-      }
-    }
+    row("memcpy", dt, "-", "(ms)");
+    for (const Kernel* k : builtin_kernels())
+      for (Layout l : {Layout::interleaved, Layout::half})
+        row(k->name(), dt, ropecheck::name(l), ropecheck::name(l));
   }
   json += "]\n";
   if (!ratio_out.empty()) {
@@ -208,23 +336,38 @@ void print_table(const std::map<Key, double>& best, const std::string& ratio_out
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Our one flag; everything else goes to Google Benchmark.
+  // Our one flag; everything else goes to Google Benchmark, after its defaults.
   std::string ratio_out;
-  int kept = 1;
+  std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--ratio_out=", 0) == 0)
       ratio_out = a.substr(12);
     else
-      argv[kept++] = argv[i];
+      args.push_back(a);
   }
-  argc = kept;
+  std::vector<std::string> full = defaults(args);
+  full.insert(full.end(), args.begin(), args.end());
+  std::vector<char*> av = {argv[0]};
+  for (auto& a : full) av.push_back(a.data());
+  int ac = static_cast<int>(av.size());
+  av.push_back(nullptr);
   register_all();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  CollectingReporter reporter;
+  benchmark::Initialize(&ac, av.data());
+  if (benchmark::ReportUnrecognizedArguments(ac, av.data())) return 1;
+  const std::string format = flag_value(full, "--benchmark_format", "console");
+  if (format != "console" && format != "json" && format != "csv") {
+    std::fprintf(stderr, "kernel_bench: --benchmark_format must be console, json or csv\n");
+    return 1;
+  }
+  const std::string color = flag_value(full, "--benchmark_color", "auto");
+  const bool use_color =
+      color == "auto" ? isatty(STDOUT_FILENO) != 0 : (color == "true" || color == "yes");
+  const std::string tab = flag_value(full, "--benchmark_counters_tabular", "false");
+  Collecting reporter(format, use_color, tab == "true" || tab == "yes" || tab == "1");
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  print_table(reporter.best_seconds, ratio_out);
+  // The table is for people: after console output on stdout, else on stderr (stdout is JSON/CSV).
+  print_table(reporter.stats, ratio_out, format == "console" ? stdout : stderr);
   benchmark::Shutdown();
   return 0;
 }

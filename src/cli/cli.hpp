@@ -11,6 +11,8 @@
 //   cmd_check.cpp    `check`: recorded tensors (safetensors / .npy) vs the reference, via verify
 //   cmd_validate.cpp `validate`: a plugin, isolated: directed differential check (via verify) and
 //                    the property suite per configuration
+//   forked_jobs.cpp  `validate --threads`: independent jobs on forked runner processes, results in
+//                    job order
 //   cmd_report.cpp   `report`: the precision report set (reports/), merge of shards
 //   shard.cpp        gtest-protocol sharding shared by `report` and `validate`
 // A new subcommand: a cmd_<name>.cpp with add_<name>(CLI::App&, int& status), declared below and

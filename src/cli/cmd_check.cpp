@@ -46,19 +46,31 @@
 // positions: shape [tokens] or [batch, tokens], int64 or int32. Multi-axis layouts (mrope, imrope,
 // axial) also take one position per axis, axis-major as HF's position_ids: [axes, tokens] or
 // [axes, batch, tokens]; a 1-D positions tensor then drives every axis (t = h = w).
+//
+// Files: this one (options, spec keys -> spec and policy, inputs, output) and src/scan (the
+// scan of one tensor pair, shared with the Python module). Speed: one oracle Rotation per token,
+// shared by its heads (reference/oracle.hpp), chunks of tokens on --threads workers, merged in
+// chunk order so the output is the same for any thread count. Memory: the files are never read
+// whole: headers are validated against the file size (tensorio::open_*), the data is read chunk by
+// chunk.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cli.hpp"
+#include "ropecheck/reference/oracle.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"
+#include "ropecheck/scan/scan.hpp"
 #include "ropecheck/tensorio/tensorio.hpp"
 #include "ropecheck/verify/verify.hpp"
 
@@ -66,6 +78,7 @@ namespace ropecheck::cli {
 
 namespace ref = ropecheck::reference;
 namespace tio = ropecheck::tensorio;
+using scan::PairResult;
 
 namespace {
 
@@ -74,6 +87,9 @@ struct CheckOptions {
   HfConfigArg hf;
   std::uint64_t max_bytes = std::uint64_t{4} << 30;
   int max_failures = 10;
+  std::string oracle = "fast";
+  unsigned threads = 0;               // 0: every hardware thread
+  std::int64_t chunk_vectors = 1024;  // a testing knob: results must not depend on it
 };
 
 using Keys = std::map<std::string, std::string>;
@@ -287,92 +303,7 @@ Resolved resolve(const Keys& keys, std::int64_t last_dim, std::size_t rank,
   return r;
 }
 
-// ---- tensors -> vectors and their positions -----------------------------------------------------
-
-// One vector of a recorded tensor: where it is and which position it has.
-struct Vec {
-  std::int64_t b, t, h, offset;
-};
-
-struct Geometry {
-  std::int64_t B = 1, T = 0, H = 1, D = 0;
-  std::vector<Vec> vecs;
-};
-
-Geometry geometry(const tio::Tensor& x, const std::string& tl) {
-  const auto& s = x.shape;
-  Geometry g;
-  auto need = [&](std::size_t r) {
-    if (s.size() != r)
-      throw UsageError("tensor '" + x.name + "' has rank " + std::to_string(s.size()) +
-                       ", tensor_layout '" + tl + "' needs rank " + std::to_string(r));
-  };
-  if (tl == "td") {
-    need(2), g.T = s[0], g.D = s[1];
-  } else if (tl == "thd") {
-    need(3), g.T = s[0], g.H = s[1], g.D = s[2];
-  } else if (tl == "bhtd") {
-    need(4), g.B = s[0], g.H = s[1], g.T = s[2], g.D = s[3];
-  } else if (tl == "bthd") {
-    need(4), g.B = s[0], g.T = s[1], g.H = s[2], g.D = s[3];
-  } else {
-    throw UsageError("tensor_layout must be td, thd, bhtd or bthd (got '" + tl + "')");
-  }
-  for (std::int64_t b = 0; b < g.B; ++b)
-    for (std::int64_t t = 0; t < g.T; ++t)
-      for (std::int64_t h = 0; h < g.H; ++h) {
-        std::int64_t off = 0;
-        if (tl == "td" || tl == "thd")
-          off = (t * g.H + h) * g.D;
-        else if (tl == "bhtd")
-          off = ((b * g.H + h) * g.T + t) * g.D;
-        else
-          off = ((b * g.T + t) * g.H + h) * g.D;
-        g.vecs.push_back({b, t, h, off});
-      }
-  return g;
-}
-
-// The positions tensor read per vector: [T] or [B, T] (every axis at that position), or one per
-// axis, axis-major as HF's position_ids: [A, T] or [A, B, T]. With A == 1 the per-axis shapes are
-// the 1-D ones, so they are only taken for multi-axis specs.
-class PositionIndex {
- public:
-  PositionIndex(const tio::Tensor& pos, const Geometry& g, std::int64_t n_axes)
-      : pos_(pos), g_(g), axes_(n_axes) {
-    if (pos.type != tio::ElemType::i64 && pos.type != tio::ElemType::i32)
-      throw UsageError("positions must be int64 or int32, is " + pos.type_name);
-    const auto& ps = pos.shape;
-    const std::int64_t A = n_axes, B = g.B, T = g.T;
-    axes_t_ = A > 1 && ps.size() == 2 && ps[0] == A && ps[1] == T;
-    axes_bt_ = A > 1 && ps.size() == 3 && ps[0] == A && ps[1] == B && ps[2] == T;
-    per_batch_ = !axes_t_ && ps.size() == 2 && ps[0] == B && ps[1] == T;
-    if (!(ps.size() == 1 && ps[0] == T) && !per_batch_ && !axes_t_ && !axes_bt_)
-      throw UsageError("positions must have shape [" + std::to_string(T) + "] or [" +
-                       std::to_string(B) + ", " + std::to_string(T) + "]" +
-                       (A > 1 ? " (or, one per axis, [" + std::to_string(A) + ", " +
-                                    std::to_string(T) + "] or [" + std::to_string(A) + ", " +
-                                    std::to_string(B) + ", " + std::to_string(T) + "])"
-                              : std::string()));
-  }
-  // One position per axis with per-axis positions, else the one position of every axis.
-  std::vector<std::int64_t> of(const Vec& v) const {
-    std::vector<std::int64_t> p;
-    for (std::int64_t a = 0; a < (axes_t_ || axes_bt_ ? axes_ : 1); ++a) p.push_back(at(v, a));
-    return p;
-  }
-
- private:
-  std::int64_t at(const Vec& v, std::int64_t a) const {
-    if (axes_t_) return pos_.get_int(a * g_.T + v.t);
-    if (axes_bt_) return pos_.get_int((a * g_.B + v.b) * g_.T + v.t);
-    return pos_.get_int(per_batch_ ? v.b * g_.T + v.t : v.t);
-  }
-  const tio::Tensor& pos_;
-  const Geometry& g_;
-  std::int64_t axes_;
-  bool axes_t_ = false, axes_bt_ = false, per_batch_ = false;
-};
+// ---- tensors ----------------------------------------------------------------------------------
 
 std::optional<Dtype> dtype_of_elem(tio::ElemType e) {
   switch (e) {
@@ -389,82 +320,28 @@ std::optional<Dtype> dtype_of_elem(tio::ElemType e) {
   }
 }
 
-// ---- the check of one tensor pair ---------------------------------------------------------------
-
-struct PairResult {
-  std::string name;  // "x -> y"
-  std::int64_t vectors = 0, skipped_nonfinite = 0;
-  verify::Summary summary;  // of the checked vectors (finite input)
-  // "FAIL x -> y token 3 (position 4096), head 1, pair 5 (elements 5, 37): ..."
-  std::vector<std::string> located() const {
-    std::vector<std::string> l;
-    for (const auto& f : summary.findings) l.push_back("FAIL " + name + " " + f.message());
-    return l;
-  }
-};
-
-PairResult check_pair(const std::string& label, const tio::Tensor& x, const tio::Tensor& y,
-                      const tio::Tensor& pos, const Resolved& r, int max_failures) {
-  const auto d = dtype_of_elem(x.type);
-  if (!d) throw UsageError("tensor '" + x.name + "' must be F64/F32/F16/BF16, is " + x.type_name);
-  if (y.type != x.type || y.shape != x.shape)
-    throw UsageError("tensor '" + y.name + "' must have the dtype and shape of '" + x.name + "'");
-  const Geometry g = geometry(x, r.tensor_layout);
-  const RopeSpec& spec = r.spec;
-  const PositionIndex positions(pos, g, spec.n_axes());
-  const verify::PairChecker checker(r.policy, spec, *d);
-  PairResult res;
-  res.name = label;
-  res.summary.keep = static_cast<std::size_t>(std::max(0, max_failures));
-  std::vector<double> xv(spec.head_dim), yv(spec.head_dim);
-  for (const Vec& v : g.vecs) {
-    ++res.vectors;
-    for (std::int64_t j = 0; j < spec.head_dim; ++j) {
-      xv[j] = x.get(v.offset + j);
-      yv[j] = y.get(v.offset + j);
-    }
-    // No relative error exists for a non-finite input.
-    if (!std::all_of(xv.begin(), xv.end(), [](double e) { return std::isfinite(e); })) {
-      ++res.skipped_nonfinite;
-      continue;
-    }
-    verify::Location at;
-    at.batch = g.B > 1 ? v.b : -1;
-    at.token = v.t;
-    at.position = positions.of(v);
-    at.head = v.h;
-    ref::Positions mp;
-    for (std::int64_t p : at.position) mp.push_back(ref::Mp(p));
-    const auto exact =
-        mp.size() > 1 ? ref::apply_blocked(spec, mp, xv) : ref::apply_blocked(spec, mp[0], xv);
-    verify::add_vector(res.summary, checker,
-                       verify::check_vector(checker, at.position, xv.data(), yv.data(), exact), at,
-                       xv.data(), yv.data(), exact);
-  }
-  return res;
-}
-
 // ---- inputs, output -----------------------------------------------------------------------------
 
+// The tensors stay in their files (tensorio::open_*): only the headers are read here.
 struct Inputs {
   Keys keys;  // __metadata__ (safetensors)
-  std::vector<std::pair<std::string, std::pair<tio::Tensor, tio::Tensor>>> pairs;
-  tio::Tensor pos;
+  std::vector<std::pair<std::string, std::pair<tio::TensorRef, tio::TensorRef>>> pairs;
+  tio::TensorRef pos;
   std::string source;
 };
 
 Inputs read_safetensors_inputs(const std::string& path, const tio::Limits& lim) {
   Inputs in;
   in.source = path;
-  auto f = tio::read_safetensors(path, lim);
+  auto f = tio::open_safetensors(path, lim);
   in.keys = f.metadata;
-  const tio::Tensor* p = f.find("positions");
+  const tio::TensorRef* p = f.find("positions");
   if (!p) throw UsageError(path + ": no tensor named 'positions'");
   in.pos = *p;
   for (auto [x, y] :
        {std::pair<const char*, const char*>{"x", "y"}, {"q", "q_out"}, {"k", "k_out"}}) {
-    const tio::Tensor* a = f.find(x);
-    const tio::Tensor* b = f.find(y);
+    const tio::TensorRef* a = f.find(x);
+    const tio::TensorRef* b = f.find(y);
     if (a && !b) throw UsageError(path + ": tensor '" + x + "' without its output '" + y + "'");
     if (a && b) in.pairs.push_back({std::string(x) + " -> " + y, {*a, *b}});
   }
@@ -480,11 +357,11 @@ Inputs read_npy_inputs(const CheckOptions& o, const tio::Limits& lim) {
     throw UsageError("the .npy form needs --spec spec.json (or --hf-config config.json)");
   Inputs in;
   in.source = o.input;
-  auto a = tio::read_npy(o.input, lim);
-  auto b = tio::read_npy(o.output, lim);
+  auto a = tio::open_npy(o.input, lim);
+  auto b = tio::open_npy(o.output, lim);
   a.name = "input";
   b.name = "output";
-  in.pos = tio::read_npy(o.positions, lim);
+  in.pos = tio::open_npy(o.positions, lim);
   in.pairs.push_back({"input -> output", {a, b}});
   return in;
 }
@@ -506,12 +383,19 @@ Inputs read_inputs(const CheckOptions& o) {
 
 // Dynamic NTK and LongRoPE: seq_len = max(position) + 1 over every element of the positions
 // tensor (all tokens, batch rows and axes) unless one is given, which must not be smaller.
-RopeSpec runtime_seq_len(const RopeSpec& spec, const tio::Tensor& pos,
+RopeSpec runtime_seq_len(const RopeSpec& spec, const tio::TensorRef& pos,
                          const std::string& seq_len_from) {
   if ((pos.type != tio::ElemType::i64 && pos.type != tio::ElemType::i32) || pos.numel() == 0)
     return spec;  // refused (type) or nothing to check (no tokens) further on
-  std::int64_t m = pos.get_int(0);
-  for (std::int64_t i = 1; i < pos.numel(); ++i) m = std::max(m, pos.get_int(i));
+  const std::int64_t n = pos.numel(), eb = tio::elem_bytes(pos.type);
+  const std::int64_t block = std::int64_t{1} << 16;
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(std::min(n, block) * eb));
+  std::int64_t m = std::numeric_limits<std::int64_t>::min();
+  for (std::int64_t i = 0; i < n; i += block) {
+    const std::int64_t k = std::min(block, n - i);
+    pos.read(i, k, bytes.data());
+    for (std::int64_t j = 0; j < k; ++j) m = std::max(m, tio::decode_int(pos.type, &bytes[j * eb]));
+  }
   return with_runtime_seq_len(spec, m, seq_len_from.empty() ? "--seq-len" : seq_len_from);
 }
 
@@ -586,6 +470,34 @@ bool print_results(const std::vector<PairResult>& results) {
   return any_fail;
 }
 
+// Every pair of the inputs, each scanned with all threads; the oracle is shared by all of them.
+std::vector<PairResult> check_pairs(const CheckOptions& o, const Inputs& in, const Resolved& r,
+                                    const ref::Oracle& oracle) {
+  scan::ScanOptions so;
+  so.threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  so.chunk_vectors = o.chunk_vectors;
+  so.max_failures = o.max_failures;
+  std::vector<PairResult> results;
+  const auto start = std::chrono::steady_clock::now();
+  std::int64_t vectors = 0;
+  for (const auto& [label, xy] : in.pairs) {
+    const auto d = dtype_of_elem(xy.first.type);
+    if (!d)
+      throw UsageError("tensor '" + xy.first.name + "' must be F64/F32/F16/BF16, is " +
+                       xy.first.type_name);
+    const verify::PairChecker checker(r.policy, r.spec, *d);
+    results.push_back(
+        scan::scan_pair(label, xy.first, xy.second, in.pos, r.tensor_layout, checker, oracle, so));
+    vectors += results.back().vectors;
+  }
+  // On stderr: stdout and check.json are the same for any thread count; the speed is not.
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << "ropecheck check: " << vectors << " vectors in " << verify::fmt(s, 3) << " s ("
+            << std::llround(s > 0 ? vectors / s : 0) << " vectors/s, " << so.threads << " thread"
+            << (so.threads == 1 ? "" : "s") << ")\n";
+  return results;
+}
+
 int run_check(const CheckOptions& o) {
   Inputs in = read_inputs(o);
   const Resolved r = resolve_inputs(o, in);
@@ -593,6 +505,8 @@ int run_check(const CheckOptions& o) {
   const auto d = dtype_of_elem(x0.type);
   if (!d) throw UsageError("tensor '" + x0.name + "' must be F64/F32/F16/BF16, is " + x0.type_name);
   ref::set_precision_bits(ref::default_bits(*d));
+  const ref::Oracle oracle(r.spec,
+                           o.oracle == "mpfr" ? ref::OracleMode::mpfr : ref::OracleMode::fast);
 
   std::cout << "ropecheck check: " << in.source << "\n"
             << "spec: " << describe(r.spec) << ", dtype " << name(*d) << ", tensor_layout "
@@ -602,16 +516,19 @@ int run_check(const CheckOptions& o) {
               << " = max(position) + 1, the length transformers computes at run time (none "
                  "given)\n";
   std::cout << "declared policy: " << describe(r.policy) << "\n\n";
-  std::vector<PairResult> results;
-  for (const auto& [label, xy] : in.pairs)
-    results.push_back(check_pair(label, xy.first, xy.second, in.pos, r, o.max_failures));
+  const std::vector<PairResult> results = check_pairs(o, in, r, oracle);
   const bool any_fail = print_results(results);
+  std::cout << "oracle: " << o.oracle << ", " << oracle.vectors() << " vector(s), "
+            << oracle.fallbacks() << " answered by MPFR\n";
   if (!o.out_dir.empty()) {
     nlohmann::json jres = nlohmann::json::array();
     for (const auto& p : results) jres.push_back(result_json(p));
     std::filesystem::create_directories(o.out_dir);
+    const nlohmann::json jor{
+        {"mode", o.oracle}, {"vectors", oracle.vectors()}, {"mpfr_fallbacks", oracle.fallbacks()}};
     nlohmann::json doc{{"command", "check"}, {"source", in.source}, {"spec", describe(r.spec)},
-                       {"dtype", name(*d)},  {"results", jres},     {"passed", !any_fail}};
+                       {"dtype", name(*d)},  {"results", jres},     {"oracle", jor},
+                       {"passed", !any_fail}};
     reports::atomic_write(std::filesystem::path(o.out_dir) / "check.json", doc.dump(2) + "\n");
   }
   std::cout.flush();
@@ -672,13 +589,34 @@ void add_check(CLI::App& app, int& status) {
   cmd->add_option("--output", o->output, ".npy output recorded from the kernel");
   cmd->add_option("--positions", o->positions, ".npy positions (int64/int32)");
   cmd->add_option("--max-bytes", o->max_bytes,
-                  "refuse input files larger than this (default 4 GiB)");
+                  "refuse a file whose header (safetensors JSON, npy dict) is larger than this; "
+                  "the data is streamed (default 4 GiB)");
   cmd->add_option("--max-failures", o->max_failures,
                   "located failures printed per tensor (default 10)");
   cmd->add_option("--out", o->out_dir, "write check.json here");
+  cmd->add_option(
+         "--oracle", o->oracle,
+         "fast (double-double, MPFR where it cannot certify; default) or mpfr (MPFR only); "
+         "both give the same answers")
+      ->check(CLI::IsMember({"fast", "mpfr"}));
+  cmd->add_option("--threads", o->threads,
+                  "worker threads (default 0: every hardware thread); the output does not depend "
+                  "on it");
+  // Hidden: the determinism test makes chunks small so that threads interleave.
+  cmd->add_option("--chunk-vectors", o->chunk_vectors, "head vectors per work chunk")
+      ->check(CLI::PositiveNumber)
+      ->group("");
   add_hf_config_options(
       cmd, o->hf, "RoPE spec from a Hugging Face config.json (spec keys, if any, must agree)");
-  cmd->callback([o, &status] { status = run_check(*o); });
+  cmd->callback([o, &status] {
+    try {
+      status = run_check(*o);
+    } catch (const tio::FormatError& e) {  // also a file that shrank while it was read
+      throw UsageError(e.what());
+    } catch (const scan::ScanError& e) {
+      throw UsageError(e.what());
+    }
+  });
 }
 
 }  // namespace ropecheck::cli

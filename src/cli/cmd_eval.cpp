@@ -72,52 +72,93 @@ RopeSpec eval_spec(const EvalOptions& o) {
   return raw.normalized();  // throws SpecError -> exit 2
 }
 
-// Dynamic NTK and LongRoPE: seq_len = max(position) + 1 unless --seq-len gives one (which must
-// not be smaller), as transformers computes it; floor(max) + 1 for fractional positions.
-RopeSpec runtime_seq_len(const RopeSpec& spec, const std::vector<ref::Mp>& pos,
-                         const nlohmann::ordered_json& pos_json) {
-  if (pos.empty()) return spec;
-  std::size_t at = 0;
-  for (std::size_t i = 1; i < pos.size(); ++i)
-    if (pos[i] > pos[at]) at = i;
-  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
-  constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
-  const ref::Mp fl = floor(pos[at]);
-  const std::int64_t m = fl >= ref::Mp(kMax)   ? kMax
-                         : fl <= ref::Mp(kMin) ? kMin
-                                               : fl.convert_to<std::int64_t>();
-  const auto& text = pos_json[at];
-  return with_runtime_seq_len(spec, m, "--seq-len",
-                              text.is_string() ? text.get<std::string>() : text.dump());
-}
-
-// --position: int64 where they parse as integers; the reference also takes fractional ones.
+// --position: one entry per token. "M" is int64 where it parses as one (the reference alone also
+// takes fractional M); on a multi-axis spec it is every axis's position (t = h = w). "t:h:w" gives
+// each axis its own int64 position, exactly spec.n_axes() of them, so a token whose axes differ
+// (an M-RoPE image patch) can be evaluated.
 struct EvalPositions {
-  std::vector<ref::Mp> mp;
-  std::vector<std::int64_t> ints;  // all of them when all_int
-  bool all_int = true;
+  std::vector<ref::Positions> axes;  // per token: one entry (broadcast) or n_axes entries
+  std::vector<ref::Mp> flat;         // every position of every token and axis (seq_len)
+  std::vector<std::string> flat_text;
+  bool all_int = true, per_axis = false;
   nlohmann::ordered_json json = nlohmann::ordered_json::array();  // as given
 };
 
-EvalPositions parse_positions(const std::string& text) {
+ref::Positions parse_axis_positions(const std::string& f, std::int64_t n_axes, EvalPositions& p) {
+  const auto parts = split(f, ':', "--position '" + f + "'");
+  if (static_cast<std::int64_t>(parts.size()) != n_axes)
+    throw UsageError("--position: '" + f + "' gives " + std::to_string(parts.size()) +
+                     " axis positions, the spec has " + std::to_string(n_axes) +
+                     (n_axes == 1 ? " position axis (write M)"
+                                  : " position axes (write them as t:h:w, or one M for all)"));
+  ref::Positions axes;
+  auto row = nlohmann::ordered_json::array();
+  for (const auto& part : parts) {
+    long long v = 0;
+    if (!parse_int64(part, v))
+      throw UsageError("--position: '" + part + "' in '" + f +
+                       "' is not an integer (per-axis positions are int64)");
+    axes.push_back(ref::Mp(static_cast<std::int64_t>(v)));
+    p.flat.push_back(axes.back());
+    p.flat_text.push_back(part);
+    row.push_back(v);
+  }
+  p.json.push_back(row);
+  p.per_axis = true;
+  return axes;
+}
+
+EvalPositions parse_positions(const std::string& text, std::int64_t n_axes) {
   EvalPositions p;
   for (const auto& f : split(text, ',', "--position")) {
+    if (f.find(':') != std::string::npos) {
+      p.axes.push_back(parse_axis_positions(f, n_axes, p));
+      continue;
+    }
     long long i = 0;
     if (parse_int64(f, i)) {
-      p.mp.push_back(ref::Mp(static_cast<std::int64_t>(i)));
-      p.ints.push_back(i);
+      p.axes.push_back({ref::Mp(static_cast<std::int64_t>(i))});
       p.json.push_back(i);
     } else {
       try {
-        p.mp.push_back(ref::parse_decimal(f));
+        p.axes.push_back({ref::parse_decimal(f)});
       } catch (const std::exception&) {
         throw UsageError("--position: '" + f + "' is not a number");
       }
       p.all_int = false;
       p.json.push_back(f);
     }
+    p.flat.push_back(p.axes.back().front());
+    p.flat_text.push_back(f);
   }
   return p;
+}
+
+// The int64 positions of a kernel call: one per token, or, when any token gave per-axis
+// positions, n_axes per token with the one-position tokens repeated on every axis.
+std::vector<std::int64_t> kernel_positions(const EvalPositions& p, std::int64_t n_axes) {
+  std::vector<std::int64_t> out;
+  for (const auto& t : p.axes)
+    for (std::int64_t a = 0; a < (p.per_axis ? n_axes : 1); ++a)
+      out.push_back(t[t.size() == 1 ? 0 : static_cast<std::size_t>(a)].convert_to<std::int64_t>());
+  return out;
+}
+
+// Dynamic NTK and LongRoPE: seq_len = max(position) + 1 over every token and axis unless
+// --seq-len gives one (which must not be smaller), as transformers computes it; floor(max) + 1
+// for fractional positions.
+RopeSpec runtime_seq_len(const RopeSpec& spec, const EvalPositions& pos) {
+  if (pos.flat.empty()) return spec;
+  std::size_t at = 0;
+  for (std::size_t i = 1; i < pos.flat.size(); ++i)
+    if (pos.flat[i] > pos.flat[at]) at = i;
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
+  const ref::Mp fl = floor(pos.flat[at]);
+  const std::int64_t m = fl >= ref::Mp(kMax)   ? kMax
+                         : fl <= ref::Mp(kMin) ? kMin
+                                               : fl.convert_to<std::int64_t>();
+  return with_runtime_seq_len(spec, m, "--seq-len", pos.flat_text[at]);
 }
 
 // --input rows: decimal text -> one correct rounding into the dtype (never via double first); one
@@ -184,7 +225,7 @@ nlohmann::ordered_json spec_json(const RopeSpec& spec, int digits) {
 // (verify::compare_vector against the exact outputs).
 nlohmann::ordered_json kernel_json(const Kernel& kernel, const RopeSpec& spec, Dtype dtype,
                                    const std::vector<std::vector<double>>& rows,
-                                   const std::vector<std::int64_t>& positions,
+                                   const std::vector<std::int64_t>& positions, std::int64_t n_axes,
                                    const std::vector<ref::MpVector>& exact) {
   const auto n = static_cast<std::int64_t>(rows.size());
   const int bytes = traits(dtype).bytes;
@@ -193,8 +234,17 @@ nlohmann::ordered_json kernel_json(const Kernel& kernel, const RopeSpec& spec, D
   for (std::int64_t t = 0; t < n; ++t)
     for (std::int64_t j = 0; j < spec.head_dim; ++j)
       store(dtype, in.data(), t * spec.head_dim + j, rows[t][j]);
-  if (apply_contiguous(kernel, spec, dtype, n, 1, positions.data(), in.data(), res.data()) !=
-      KernelStatus::ok)
+  TensorArgs args;
+  args.dtype = dtype;
+  args.n_tokens = n;
+  args.n_heads = 1;
+  args.positions = positions.data();
+  args.in = in.data();
+  args.out = res.data();
+  args.token_stride = spec.head_dim;
+  args.head_stride = spec.head_dim;
+  args.n_axes = n_axes;
+  if (kernel.apply(spec, args) != KernelStatus::ok)
     throw std::runtime_error("kernel '" + kernel.name() + "' failed");
   nlohmann::ordered_json kj{{"name", kernel.name()}, {"policy", policy_json(kernel.policy(dtype))}};
   kj["output"] = nlohmann::ordered_json::array();
@@ -221,9 +271,9 @@ int run_eval(const EvalOptions& o, const RunOptions& run) {
   const unsigned bits = o.ref_bits ? o.ref_bits : ref::default_bits(*dtype);
   if (bits < 64 || bits > 100000) throw UsageError("--ref-bits must be in [64, 100000]");
   ref::set_precision_bits(bits);
-  const EvalPositions pos = parse_positions(o.positions);
-  spec = runtime_seq_len(spec, pos.mp, pos.json);
-  const auto rows = parse_rows(o.input, *dtype, spec.head_dim, pos.mp.size());
+  const EvalPositions pos = parse_positions(o.positions, spec.n_axes());
+  spec = runtime_seq_len(spec, pos);
+  const auto rows = parse_rows(o.input, *dtype, spec.head_dim, pos.axes.size());
   const Kernel* kernel = eval_kernel(o, spec, *dtype, pos.all_int);
   if (run.eval_validate_only) return 0;  // every option parsed and validated (the fuzz target)
 
@@ -237,14 +287,20 @@ int run_eval(const EvalOptions& o, const RunOptions& run) {
   out["reference_rounded"] = nlohmann::ordered_json::array();
   std::vector<ref::MpVector> exact;
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    exact.push_back(ref::apply_dense(spec, pos.mp[r], rows[r]));
+    const ref::Positions& axes = pos.axes[r];
+    exact.push_back(axes.size() == 1 ? ref::apply_dense(spec, axes.front(), rows[r])
+                                     : ref::apply_dense(spec, axes, rows[r]));
     out["input"].push_back(number_row(rows[r]));
     auto dec = nlohmann::ordered_json::array();
     for (const auto& v : exact.back()) dec.push_back(ref::to_decimal(v, o.digits));
     out["reference"].push_back(dec);
     out["reference_rounded"].push_back(number_row(ref::round_to(exact.back(), *dtype)));
   }
-  if (kernel) out["kernel"] = kernel_json(*kernel, spec, *dtype, rows, pos.ints, exact);
+  if (kernel) {
+    const std::int64_t n_axes = pos.per_axis ? spec.n_axes() : 1;
+    out["kernel"] = kernel_json(*kernel, spec, *dtype, rows, kernel_positions(pos, spec.n_axes()),
+                                n_axes, exact);
+  }
   std::cout << out.dump(2) << "\n";
   return 0;
 }
@@ -269,7 +325,9 @@ void add_eval(CLI::App& app, int& status, const RunOptions& run) {
   cmd->add_option("--layout", opts->layout, layout_choices(/*one_d=*/true))->excludes(hf);
   cmd->add_option("--dtype", opts->dtype, "f64 | f32 | f16 | bf16")->required();
   cmd->add_option("--position", opts->positions,
-                  "position(s) M[,M...]; int64, or fractional for the reference alone")
+                  "position(s) M[,M...]; int64, or fractional for the reference alone; on a "
+                  "multi-axis spec (M-RoPE, axial) t:h:w[,t:h:w...] gives each axis its own int64 "
+                  "position, one M all of them")
       ->required();
   cmd->add_option("--input", opts->input,
                   "values v1,v2,...[;v1,v2,...]: one row per position, or one row for all")

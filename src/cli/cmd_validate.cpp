@@ -8,6 +8,7 @@
 // any other reason fails the run. Exit 0: all pass; 1: any failure, fault, declaration mismatch
 // or coverage failure; 2: bad usage or a plugin that cannot be loaded / has the wrong ABI.
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -18,8 +19,10 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "cli.hpp"
+#include "forked_jobs.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/plugin/host.hpp"
 #include "ropecheck/properties.hpp"
@@ -35,10 +38,17 @@ namespace props = ropecheck::properties;
 
 namespace {
 
+int default_threads() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 struct ValidateOptions {
   std::string plugin;
+  std::string worker_fds;  // "R,W": a worker already serving on these pipe ends (Python module)
+  std::string json;        // validation.json alone, without the report set of --out
   std::vector<std::string> dtypes, layouts;
   std::string budget = "standard";
+  std::string oracle = "fast";  // --oracle: fast (two-tier) or mpfr (MPFR alone, same answers)
   double timeout = 10.0;
   std::string out;
   std::uint64_t seed = 1;
@@ -46,6 +56,7 @@ struct ValidateOptions {
   std::string shard;                    // "i/n"; default GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS
   std::vector<std::string> properties;  // only these checks (names; "Differential" included)
   bool verbose = false;
+  int threads = default_threads();  // processes running checks at once (forked_jobs.hpp)
 };
 
 // The plugin restricted to one layout, so each (dtype, layout) configuration gets its own verdict
@@ -320,12 +331,14 @@ constexpr const char* kShapeNames[] = {"contiguous", "strided", "in-place"};
 struct DirectedInputs {
   std::vector<std::int64_t> pos;
   std::vector<double> x;
-  std::vector<ref::MpVector> exact;
+  std::unique_ptr<ref::Oracle> oracle;   // outlives the rotations and exact vectors below
+  std::vector<ref::Rotation> rotations;  // one per token
+  std::vector<ref::ExactVector> exact;
   std::int64_t tokens() const { return static_cast<std::int64_t>(exact.size()) / kDiffHeads; }
 };
 
 DirectedInputs directed_inputs(const RopeSpec& spec, Dtype d, const std::vector<std::int64_t>& pos1,
-                               const Domain& dom, std::mt19937_64& rng) {
+                               const Domain& dom, std::mt19937_64& rng, ref::OracleMode mode) {
   std::uniform_real_distribution<double> val(-2.0, 2.0);
   const std::int64_t T = static_cast<std::int64_t>(pos1.size()), D = spec.head_dim;
   const std::int64_t NA = spec.n_axes();
@@ -333,13 +346,13 @@ DirectedInputs directed_inputs(const RopeSpec& spec, Dtype d, const std::vector<
   in.pos = NA == 1 ? pos1 : axis_positions(pos1, NA, dom);
   in.x.resize(static_cast<std::size_t>(T * kDiffHeads * D));
   for (auto& v : in.x) v = round_to_dtype(val(rng), d);
+  in.oracle = std::make_unique<ref::Oracle>(spec, mode);
+  in.rotations.reserve(static_cast<std::size_t>(T));
   for (std::int64_t t = 0; t < T; ++t) {
-    ref::Positions mp;
-    for (std::int64_t a = 0; a < NA; ++a) mp.push_back(ref::Mp(in.pos[t * NA + a]));
-    for (std::int64_t h = 0; h < kDiffHeads; ++h) {
-      const auto first = in.x.begin() + (t * kDiffHeads + h) * D;
-      in.exact.push_back(ref::apply_blocked(spec, mp, std::vector<double>(first, first + D)));
-    }
+    in.rotations.push_back(in.oracle->at(
+        std::vector<std::int64_t>(in.pos.begin() + t * NA, in.pos.begin() + (t + 1) * NA)));
+    for (std::int64_t h = 0; h < kDiffHeads; ++h)
+      in.exact.push_back(in.rotations.back().apply(&in.x[(t * kDiffHeads + h) * D]));
   }
   return in;
 }
@@ -448,7 +461,8 @@ Cell differential_cell(const Differential& st, int supported) {
 // Differential check of one configuration on directed specs and positions. A poisoned plugin
 // stops it with the figures so far and no cell (the caller's fault cell is the verdict).
 void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult& cr,
-                  std::uint64_t seed, const std::vector<RopeSpec>& extra_specs) {
+                  std::uint64_t seed, const std::vector<RopeSpec>& extra_specs,
+                  ref::OracleMode mode) {
   const Dtype d = cr.dtype;
   std::mt19937_64 rng(seed);
   const Domain dom = k.domain();
@@ -462,7 +476,7 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
   for (const RopeSpec& spec : specs) {
     if (!k.supports(spec, d)) continue;
     ++supported;
-    const DirectedInputs in = directed_inputs(spec, d, pos1, dom, rng);
+    const DirectedInputs in = directed_inputs(spec, d, pos1, dom, rng, mode);
     const verify::PairChecker c(k.policy(d), spec, d);
     for (int shape = 0; shape < 3 && !poisoned; ++shape) {
       if (shape == 2 && !dom.in_place) continue;  // declared out-of-place only
@@ -500,6 +514,7 @@ Cell run_property(plugin::PluginKernel& pk, const Kernel& k, props::Property p, 
   popt.max_success = max_success_for(o.budget);
   popt.seed = o.seed;
   popt.max_shrink_calls = kShrinkCalls;
+  popt.oracle_mpfr = o.oracle == "mpfr";
   popt.id = props::test_id("Validate", pk.name(), d, p) + "_" + name(l);
   popt.variants = variants || hf_spec.has_value();
   // The 1-D layouts keep drawing every scaling kind; a configuration of a newer layout draws that
@@ -553,6 +568,12 @@ Cell run_property(plugin::PluginKernel& pk, const Kernel& k, props::Property p, 
 std::string replay_command(const ValidateOptions& o, const ConfigResult& r,
                            const std::string& check) {
   std::ostringstream c;
+  if (!o.worker_fds.empty()) {  // served by rc.validate: the replay is a Python call
+    c << "rc.validate(fn, dtypes=['" << name(r.dtype) << "'], layouts=['" << name(r.layout)
+      << "'], properties=['" << check << "'], budget='" << o.budget << "', seed=" << o.seed
+      << ", ...)  # ... = the other arguments as given";
+    return c.str();
+  }
   c << "ropecheck validate --plugin " << o.plugin << " --dtypes " << name(r.dtype) << " --layouts "
     << name(r.layout) << " --properties " << check << " --budget " << o.budget << " --seed "
     << o.seed;
@@ -689,12 +710,27 @@ std::vector<Layout> parse_layouts(const ValidateOptions& o, const std::optional<
   return layouts;
 }
 
+// --worker-fds R,W: the two descriptors of a worker that serves already (plugin::serve).
+std::pair<int, int> parse_worker_fds(const std::string& text) {
+  const auto parts = split(text, ',', "--worker-fds");
+  long long r = -1, w = -1;
+  if (parts.size() != 2 || !parse_int64(parts[0], r) || !parse_int64(parts[1], w) || r < 0 ||
+      w < 0 || r > 65535 || w > 65535)
+    throw UsageError("--worker-fds: expected R,W (two file descriptors), got '" + text + "'");
+  return {static_cast<int>(r), static_cast<int>(w)};
+}
+
 std::unique_ptr<plugin::PluginKernel> load_plugin(const ValidateOptions& o) {
   plugin::Options po;
   po.timeout_s = o.timeout;
   std::unique_ptr<plugin::PluginKernel> pk;
   try {
-    pk = plugin::PluginKernel::load(o.plugin, po);
+    if (!o.worker_fds.empty()) {
+      const auto [r, w] = parse_worker_fds(o.worker_fds);
+      pk = plugin::PluginKernel::attach(r, w, o.plugin, po);
+    } else {
+      pk = plugin::PluginKernel::load(o.plugin, po);
+    }
   } catch (const plugin::LoadError& e) {
     throw UsageError(std::string("cannot use plugin: ") + e.what());
   }
@@ -752,52 +788,224 @@ bool wanted(const ValidateOptions& o, const std::string& check) {
          std::find(o.properties.begin(), o.properties.end(), check) != o.properties.end();
 }
 
-// The differential check and every property on one configuration. A fault is the verdict of the
-// check that met it; a crash or hang (which would repeat) also of every check after it.
-ConfigResult run_config(plugin::PluginKernel& pk, Dtype d, Layout l, const ValidateOptions& o,
-                        const Plan& plan) {
-  ConfigResult cr{d, l, {}, {}, {}, false, std::nullopt};
-  std::cerr << "[validate] " << name(d) << " " << name(l)
-            << " (declared policy: " << describe(pk.policy(d)) << ")\n";
-  LayoutRestricted k(pk, l);
+// ---- the checks as jobs (--threads) -------------------------------------------------------------
+// Each check of each configuration (the differential check, each property) is one job. Jobs run
+// on --threads processes (forked_jobs.hpp says why processes), each with its own plugin worker,
+// and are handed out in order; assemble() then puts the results together in that order, with the
+// rules a sequential run follows, so the output is the same for every --threads.
+
+// One check of one configuration. check 0: Differential; check 1 + i: all_properties()[i].
+struct Job {
+  std::size_t config;
+  int check;
+};
+
+// What a job found, as plain data (it travels from a runner process as JSON).
+struct CheckResult {
+  Cell cell;
+  std::optional<plugin::Fault> fault;  // the check poisoned the plugin: its first fault
+  std::uint64_t calls = 0;             // plugin apply() calls the check made
+  // Differential only: the maxima the table and validation.json print, and a non-finite output.
+  std::int64_t vectors = 0;
+  double max_error_u = 0, max_utilization = 0;
+  bool nonfinite_output = false;
+};
+
+// Doubles by their bits: the maxima may be NaN (JSON has none) and must come back unchanged.
+std::uint64_t bits(double v) { return std::bit_cast<std::uint64_t>(v); }
+double from_bits(std::uint64_t b) { return std::bit_cast<double>(b); }
+
+std::string to_text(const CheckResult& r) {
+  const Cell& c = r.cell;
+  nlohmann::json j{{"text", c.text},
+                   {"failed", c.failed},
+                   {"detail", c.detail},
+                   {"cases", c.cases},
+                   {"budget", c.budget},
+                   {"kind", c.kind},
+                   {"calls", r.calls},
+                   {"vectors", r.vectors},
+                   {"max_error_u", bits(r.max_error_u)},
+                   {"max_utilization", bits(r.max_utilization)},
+                   {"nonfinite_output", r.nonfinite_output}};
+  if (r.fault)
+    j["fault"] = {{"kind", static_cast<int>(r.fault->kind)},
+                  {"signal", r.fault->signal},
+                  {"exit_status", r.fault->exit_status},
+                  {"detail", r.fault->detail},
+                  {"config", r.fault->config}};
+  return j.dump();
+}
+
+CheckResult from_text(const std::string& s) {
+  const auto j = nlohmann::json::parse(s);
+  CheckResult r;
+  r.cell = {j.at("text").get<std::string>(), j.at("failed").get<bool>(),
+            j.at("detail").get<std::string>()};
+  r.cell.cases = j.at("cases").get<int>();
+  r.cell.budget = j.at("budget").get<int>();
+  r.cell.kind = j.at("kind").get<std::string>();
+  r.calls = j.at("calls").get<std::uint64_t>();
+  r.vectors = j.at("vectors").get<std::int64_t>();
+  r.max_error_u = from_bits(j.at("max_error_u").get<std::uint64_t>());
+  r.max_utilization = from_bits(j.at("max_utilization").get<std::uint64_t>());
+  r.nonfinite_output = j.at("nonfinite_output").get<bool>();
+  if (j.contains("fault")) {
+    const auto& f = j.at("fault");
+    r.fault.emplace();
+    r.fault->kind = static_cast<plugin::FaultKind>(f.at("kind").get<int>());
+    r.fault->signal = f.at("signal").get<int>();
+    r.fault->exit_status = f.at("exit_status").get<int>();
+    r.fault->detail = f.at("detail").get<std::string>();
+    r.fault->config = f.at("config").get<std::string>();
+  }
+  return r;
+}
+
+// A configuration and the checks asked of it.
+struct Config {
+  Dtype dtype;
+  Layout layout;
+};
+
+// One check of one configuration on plugin pk. A fault is the verdict of the check that met it.
+CheckResult run_check(plugin::PluginKernel& pk, const Config& cfg, int check,
+                      const ValidateOptions& o, const Plan& plan) {
+  const Dtype d = cfg.dtype;
+  LayoutRestricted k(pk, cfg.layout);
   pk.reset();
-  ref::set_precision_bits(ref::default_bits(d));
-  if (wanted(o, "Differential"))
-    differential(pk, k, cr, o.seed, plan.extra_specs);
-  else
-    cr.differential = {"not run", false, "not selected (--properties)"};
-  std::optional<plugin::Fault> config_fault;
+  const std::uint64_t calls0 = pk.calls();
+  CheckResult r;
+  if (check == 0) {
+    std::cerr << "[validate] " << name(d) << " " << name(cfg.layout)
+              << " (declared policy: " << describe(pk.policy(d)) << ")\n";
+    ref::set_precision_bits(ref::default_bits(d));
+    ConfigResult cr{d, cfg.layout, {}, {}, {}, false, std::nullopt};
+    differential(pk, k, cr, o.seed, plan.extra_specs,
+                 o.oracle == "mpfr" ? ref::OracleMode::mpfr : ref::OracleMode::fast);
+    r.cell = cr.differential;
+    r.vectors = cr.diff.vectors;
+    r.max_error_u = cr.diff.max_error_u;
+    r.max_utilization = cr.diff.max_utilization;
+    r.nonfinite_output = cr.nonfinite_output;
+  } else {
+    const props::Property p = props::all_properties()[static_cast<std::size_t>(check - 1)];
+    r.cell = run_property(pk, k, p, d, cfg.layout, o, plan.variants, plan.hf_spec);
+  }
   if (pk.poisoned()) {
     const auto& f = pk.faults().front();
-    cr.differential = {fault_short(f), true, f.message()};
-    // Guard faults repeat on the properties' first call; the fault is the verdict.
-    config_fault = f;
-    cr.fault = f;
+    r.cell = {fault_short(f), true, f.message()};
+    r.fault = f;
   }
-  for (props::Property p : props::all_properties()) {
+  r.calls = pk.calls() - calls0;
+  return r;
+}
+
+// Whether a configuration's check still decides a cell, given the results so far (checks[i] of
+// the configuration, nullptr: not known yet): not after a fault of the differential check (guard
+// faults repeat on the properties' first call; the fault is the verdict), nor after a crash or
+// hang of a property (it would repeat in every property after it).
+bool still_needed(const std::vector<const CheckResult*>& checks, int check) {
+  for (int i = 0; i < check; ++i) {
+    const CheckResult* r = checks[static_cast<std::size_t>(i)];
+    if (r && r->fault && (i == 0 || fatal(*r->fault))) return false;
+  }
+  return true;
+}
+
+// The configuration's result from its checks' results (nullptr: not run), in check order, with
+// the sequential rules of still_needed. Adds the plugin calls of the checks used to `calls`.
+ConfigResult assemble(const Config& cfg, const std::vector<const CheckResult*>& checks,
+                      const ValidateOptions& o, std::uint64_t& calls) {
+  ConfigResult cr{cfg.dtype, cfg.layout, {}, {}, {}, false, std::nullopt};
+  std::optional<plugin::Fault> config_fault;
+  if (!wanted(o, "Differential")) {
+    cr.differential = {"not run", false, "not selected (--properties)"};
+  } else {
+    const CheckResult& r = *checks[0];
+    cr.differential = r.cell;
+    cr.diff.vectors = r.vectors;
+    cr.diff.max_error_u = r.max_error_u;
+    cr.diff.max_utilization = r.max_utilization;
+    cr.nonfinite_output = r.nonfinite_output;
+    calls += r.calls;
+    if (r.fault) config_fault = cr.fault = r.fault;
+  }
+  const auto& all = props::all_properties();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const CheckResult* r = checks[i + 1];
     Cell c;
-    if (!wanted(o, props::name(p))) {
+    if (!wanted(o, props::name(all[i]))) {
       c = {"not run", false, "not selected (--properties)"};
     } else if (config_fault) {
       c = {"not run", true, "configuration faulted: " + fault_short(*config_fault)};
     } else {
-      c = run_property(pk, k, p, d, l, o, plan.variants, plan.hf_spec);
-      if (pk.poisoned()) {
-        const auto& f = pk.faults().front();
-        c = {fault_short(f), true, f.message()};
-        if (!cr.fault) cr.fault = f;
-        if (fatal(f)) config_fault = f;  // a crash or hang would repeat in every property
+      c = r->cell;
+      calls += r->calls;
+      if (r->fault) {
+        if (!cr.fault) cr.fault = r->fault;
+        if (fatal(*r->fault)) config_fault = r->fault;
       }
     }
-    cr.properties.push_back({p, c});
+    cr.properties.push_back({all[i], c});
   }
   return cr;
+}
+
+// Every check of every configuration on `threads` processes; the results in configuration order.
+// pk serves the checks when they run in this process (--threads 1); otherwise each runner loads
+// its own plugin worker. Adds the plugin calls of the checks used to `calls`.
+std::vector<ConfigResult> run_configs(plugin::PluginKernel& pk, const std::vector<Config>& cfgs,
+                                      const ValidateOptions& o, const Plan& plan,
+                                      std::uint64_t& calls) {
+  const int n_checks = 1 + static_cast<int>(props::all_properties().size());
+  auto check_name = [](int check) {
+    return check == 0 ? std::string("Differential")
+                      : std::string(props::name(props::all_properties()[check - 1]));
+  };
+  std::vector<Job> jobs;
+  for (std::size_t c = 0; c < cfgs.size(); ++c)
+    for (int check = 0; check < n_checks; ++check)
+      if (wanted(o, check_name(check))) jobs.push_back({c, check});
+  // Results so far, per configuration and check (this process only).
+  std::vector<std::vector<std::optional<CheckResult>>> got(
+      cfgs.size(), std::vector<std::optional<CheckResult>>(static_cast<std::size_t>(n_checks)));
+  auto known = [&](std::size_t c) {
+    std::vector<const CheckResult*> v;
+    for (const auto& r : got[c]) v.push_back(r ? &*r : nullptr);
+    return v;
+  };
+  plugin::PluginKernel* current = &pk;  // a runner's own plugin once it has one
+  std::unique_ptr<plugin::PluginKernel> own;
+  ForkedJobs fj;
+  fj.run = [&](int i) {
+    const Job& j = jobs[static_cast<std::size_t>(i)];
+    return to_text(run_check(*current, cfgs[j.config], j.check, o, plan));
+  };
+  fj.wanted = [&](int i) {
+    const Job& j = jobs[static_cast<std::size_t>(i)];
+    return still_needed(known(j.config), j.check);
+  };
+  fj.done = [&](int i, const std::string& text) {
+    const Job& j = jobs[static_cast<std::size_t>(i)];
+    got[j.config][static_cast<std::size_t>(j.check)] = from_text(text);
+  };
+  fj.runner_start = [&] {
+    own = load_plugin(o);
+    current = own.get();
+  };
+  fj.runner_end = [&] { own.reset(); };
+  run_forked_jobs(static_cast<int>(jobs.size()), o.threads, fj);
+  std::vector<ConfigResult> results;
+  for (std::size_t c = 0; c < cfgs.size(); ++c)
+    results.push_back(assemble(cfgs[c], known(c), o, calls));
+  return results;
 }
 
 // The classification line and the verdict line; returns the overall classification (the first
 // configuration's that is not "pass").
 std::string print_verdict(const std::vector<ConfigResult>& results, bool any_fail,
-                          const plugin::PluginKernel& pk, double secs, const ValidateOptions& o) {
+                          std::uint64_t calls, double secs, const ValidateOptions& o) {
   std::string overall = "pass";
   std::cout << "\nclassification:";
   for (const auto& r : results) {
@@ -810,7 +1018,7 @@ std::string print_verdict(const std::vector<ConfigResult>& results, bool any_fai
     for (const auto& pc : r.properties) budget_cases += pc.second.cases;
   std::cout << "\n"
             << (any_fail ? "FAIL" : "PASS") << ": " << results.size() << " configuration(s), "
-            << budget_cases << " property cases, " << pk.calls() << " plugin calls, "
+            << budget_cases << " property cases, " << calls << " plugin calls, "
             << verify::fmt(secs, 3) << " s (budget " << o.budget << ", "
             << max_success_for(o.budget) << " cases per property)\n";
   return overall;
@@ -849,9 +1057,15 @@ void write_outputs(plugin::PluginKernel& pk, const std::vector<ConfigResult>& re
   }
 }
 
-int run_validate(const ValidateOptions& o) {
+int run_validate(ValidateOptions o) {
   max_success_for(o.budget);  // --budget first: a bad one is exit 2 before anything is loaded
   if (!(o.timeout > 0) || !std::isfinite(o.timeout)) throw UsageError("--timeout must be > 0");
+  if (o.plugin.empty() && o.worker_fds.empty()) throw UsageError("--plugin is required");
+  if (!o.worker_fds.empty()) {
+    // One serving process answers one call at a time and cannot be forked per runner.
+    o.threads = 1;
+    if (o.plugin.empty()) o.plugin = "worker:" + o.worker_fds;
+  }
   Plan plan = parse_plan(o);
   const std::unique_ptr<plugin::PluginKernel> pk = load_plugin(o);
   plan_plugin(plan, *pk, o);
@@ -865,29 +1079,32 @@ int run_validate(const ValidateOptions& o) {
   touch_shard_status_file();
   const auto& desc = pk->descriptor();
   int config_index = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<ConfigResult> results;
+  std::vector<Config> cfgs;
   for (Dtype d : plan.dtypes) {
     if (!(desc.dtypes & ROPECHECK_DTYPE_BIT(static_cast<int>(d)))) continue;
     for (Layout l : plan.layouts) {
       if (!(desc.layouts & ROPECHECK_LAYOUT_BIT(static_cast<int>(l)))) continue;
       if (config_index++ % shard.total != shard.index) continue;
-      results.push_back(run_config(*pk, d, l, o, plan));
+      cfgs.push_back({d, l});
     }
   }
+  if (cfgs.empty()) throw UsageError("the plugin supports none of the requested dtypes/layouts");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::uint64_t calls = pk->calls();
+  const std::vector<ConfigResult> results = run_configs(*pk, cfgs, o, plan, calls);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (results.empty()) throw UsageError("the plugin supports none of the requested dtypes/layouts");
 
   const bool any_fail = print_summary(results, o);
-  const std::string overall = print_verdict(results, any_fail, *pk, secs, o);
-  if (!o.out.empty()) {
+  const std::string overall = print_verdict(results, any_fail, calls, secs, o);
+  if (!o.out.empty() || !o.json.empty()) {
     nlohmann::json jconf = nlohmann::json::array();
     for (const auto& r : results) jconf.push_back(config_json(r, o));
     nlohmann::json doc{{"command", "validate"},     {"plugin", o.plugin},     {"name", desc.name},
                        {"budget", o.budget},        {"seconds", secs},        {"passed", !any_fail},
                        {"classification", overall}, {"configurations", jconf}};
     if (shard.total > 1) doc["shard"] = {{"index", shard.index}, {"total", shard.total}};
-    write_outputs(*pk, results, doc, o);
+    if (!o.out.empty()) write_outputs(*pk, results, doc, o);
+    if (!o.json.empty()) reports::atomic_write(o.json, doc.dump(2) + "\n");
   }
   std::cout.flush();
   return any_fail ? 1 : 0;  // as `report`: 1 = a check failed
@@ -900,7 +1117,10 @@ void add_validate(CLI::App& app, int& status) {
   auto* cmd = app.add_subcommand(
       "validate",
       "Validate a third-party kernel plugin (ropecheck/plugin.h) in an isolated process");
-  cmd->add_option("--plugin", o->plugin, "plugin shared object")->required();
+  cmd->add_option("--plugin", o->plugin, "plugin shared object (required)");
+  // Hidden: the Python module (rc.validate) serves its callable on these pipe ends.
+  cmd->add_option("--worker-fds", o->worker_fds, "R,W of a worker already serving")->group("");
+  cmd->add_option("--json", o->json, "write validation.json (only) to this file");
   cmd->add_option("--dtypes", o->dtypes, "dtypes to check (default: all the plugin supports)")
       ->delimiter(',');
   cmd->add_option("--layouts", o->layouts, "layouts to check (default: all the plugin supports)")
@@ -908,6 +1128,10 @@ void add_validate(CLI::App& app, int& status) {
   cmd->add_option("--budget", o->budget, "quick | standard | deep (default standard)");
   cmd->add_option("--timeout", o->timeout,
                   "seconds per plugin call before it counts as hung (default 10)");
+  cmd->add_option("--oracle", o->oracle,
+                  "exact values: fast (double-double, MPFR where it cannot certify; default) or "
+                  "mpfr (MPFR alone: the same answers, slower)")
+      ->check(CLI::IsMember({"fast", "mpfr"}));
   cmd->add_option("--seed", o->seed,
                   "seed of the differential inputs and the properties (default 1)");
   cmd->add_option("--out", o->out,
@@ -921,6 +1145,10 @@ void add_validate(CLI::App& app, int& status) {
       ->delimiter(',');
   cmd->add_flag("--verbose", o->verbose,
                 "with each failure, also RapidCheck's full report (every generated value)");
+  cmd->add_option("--threads", o->threads,
+                  "checks run at once, each runner a process with its own plugin worker "
+                  "(default: the hardware threads); the output does not depend on it")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--shard", o->shard,
                   "i/n: check only configurations c with c mod n == i (default: "
                   "GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS when set)");

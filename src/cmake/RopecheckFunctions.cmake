@@ -11,6 +11,11 @@
 #     the test. With a target, the test runs $<TARGET_FILE:target> and a plain build builds it
 #     (even when the target is EXCLUDE_FROM_ALL). A relative path is taken from
 #     CMAKE_CURRENT_BINARY_DIR (plugins are build products).
+#     PLUGIN is resolved at the end of the calling directory's CMakeLists.txt (cmake_language
+#     DEFER), so a target defined later in that file, or in a subdirectory it adds later, is found.
+#     Then: a target wins; else a path that exists or is the OUTPUT of an add_custom_command;
+#     else configure fails with a message naming the test and both places looked at (a typo in
+#     a target name would otherwise surface only when ctest cannot find a file).
 #     TIMEOUT is ctest's limit for the whole test (default: 600 quick, 1800 standard, 7200 deep);
 #     CALL_TIMEOUT the seconds one plugin call may take before it counts as hung (default 10).
 #     Reports (report.html, report.md, report.json, junit.xml, validation.json) land in REPORT_DIR,
@@ -76,23 +81,71 @@ function(ropecheck_add_kernel_test)
     set(arg_TIMEOUT ${_t_${arg_BUDGET}})
   endif()
 
-  if(TARGET ${arg_PLUGIN})
-    get_target_property(type ${arg_PLUGIN} TYPE)
+  # Everything else waits for the end of the directory (see PLUGIN above); the parsed arguments
+  # travel in a global property because a deferred call sees none of this function's variables.
+  get_property(n GLOBAL PROPERTY _ropecheck_kernel_tests)
+  if("${n}" STREQUAL "")
+    set(n 0)
+  endif()
+  math(EXPR n "${n} + 1")
+  set_property(GLOBAL PROPERTY _ropecheck_kernel_tests ${n})
+  set(arg_LIST_FILE "${CMAKE_CURRENT_LIST_FILE}")
+  foreach(k NAME PLUGIN BUDGET REPORT_DIR TIMEOUT CALL_TIMEOUT SEED DTYPES LAYOUTS LABELS
+            EXTRA_ARGS NO_REPORT LIST_FILE)
+    set_property(GLOBAL PROPERTY _ropecheck_kt_${n}_${k} "${arg_${k}}")
+    if(DEFINED arg_${k})
+      set_property(GLOBAL PROPERTY _ropecheck_kt_${n}_${k}_defined 1)
+    endif()
+  endforeach()
+  cmake_language(EVAL CODE "cmake_language(DEFER CALL _ropecheck_finish_kernel_test ${n})")
+endfunction()
+
+# The PLUGIN argument as a command-line path: $<TARGET_FILE:...> for a target (built by a plain
+# build), else an absolute path that exists or that a custom command generates.
+function(_ropecheck_plugin_path out test plugin list_file)
+  if(TARGET ${plugin})
+    get_target_property(type ${plugin} TYPE)
     if(NOT type MATCHES "^(MODULE_LIBRARY|SHARED_LIBRARY)$")
-      message(FATAL_ERROR "ropecheck_add_kernel_test(${arg_NAME}): PLUGIN target '${arg_PLUGIN}' "
+      message(FATAL_ERROR "ropecheck_add_kernel_test(${test}): PLUGIN target '${plugin}' "
                           "is a ${type}; a plugin is a MODULE (or SHARED) library")
     endif()
-    set(plugin "$<TARGET_FILE:${arg_PLUGIN}>")
     # ctest never builds; make sure a plain build produces the plugin the test loads.
-    get_target_property(excluded ${arg_PLUGIN} EXCLUDE_FROM_ALL)
+    get_target_property(excluded ${plugin} EXCLUDE_FROM_ALL)
     if(excluded)
-      string(MAKE_C_IDENTIFIER "ropecheck_build_${arg_NAME}" dep)
+      string(MAKE_C_IDENTIFIER "ropecheck_build_${test}" dep)
       add_custom_target(${dep} ALL)
-      add_dependencies(${dep} ${arg_PLUGIN})
+      add_dependencies(${dep} ${plugin})
     endif()
-  else()
-    _ropecheck_path(plugin "${arg_PLUGIN}")
+    set(${out} "$<TARGET_FILE:${plugin}>" PARENT_SCOPE)
+    return()
   endif()
+  _ropecheck_path(path "${plugin}")
+  if(path MATCHES "^\\$<")
+    set(${out} "${path}" PARENT_SCOPE)
+    return()
+  endif()
+  get_source_file_property(generated "${path}" GENERATED)
+  if(NOT EXISTS "${path}" AND NOT generated)
+    message(FATAL_ERROR
+            "ropecheck_add_kernel_test(${test}): PLUGIN '${plugin}' is neither a target (none by "
+            "that name at the end of ${list_file}) nor an existing file ('${path}' "
+            "does not exist and no add_custom_command produces it). Define the plugin's "
+            "add_library(... MODULE ...) before the end of this CMakeLists.txt, or give the path "
+            "of a built .so")
+  endif()
+  set(${out} "${path}" PARENT_SCOPE)
+endfunction()
+
+function(_ropecheck_finish_kernel_test n)
+  foreach(k NAME PLUGIN BUDGET REPORT_DIR TIMEOUT CALL_TIMEOUT SEED DTYPES LAYOUTS LABELS
+            EXTRA_ARGS NO_REPORT LIST_FILE)
+    get_property(arg_${k} GLOBAL PROPERTY _ropecheck_kt_${n}_${k})
+    get_property(defined GLOBAL PROPERTY _ropecheck_kt_${n}_${k}_defined)
+    if(NOT defined)
+      unset(arg_${k})
+    endif()
+  endforeach()
+  _ropecheck_plugin_path(plugin "${arg_NAME}" "${arg_PLUGIN}" "${arg_LIST_FILE}")
   _ropecheck_report_dir(report "${arg_NAME}" "${arg_REPORT_DIR}" ${arg_NO_REPORT})
 
   set(cmd "$<TARGET_FILE:ropecheck::ropecheck>" validate --plugin "${plugin}" --budget

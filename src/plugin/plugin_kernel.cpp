@@ -46,6 +46,8 @@ const char* name(FaultKind k) {
       return "input_modified";
     case FaultKind::bad_reply:
       return "bad_reply";
+    case FaultKind::kernel_error:
+      return "kernel_error";
   }
   return "?";
 }
@@ -77,6 +79,9 @@ std::string Fault::message() const {
       break;
     case FaultKind::bad_reply:
       o << "bad reply from the plugin worker";
+      break;
+    case FaultKind::kernel_error:
+      o << "kernel error";
       break;
     case FaultKind::none:
       o << "no fault";
@@ -359,6 +364,12 @@ ipc::IoResult PluginKernel::Worker::round_trip(ipc::Msg type, const std::vector<
 Fault PluginKernel::Worker::reap() {
   const pid_t p = pid;
   pid = -1;
+  if (p <= 0) {  // attached: not our child, waitpid would wait for any child
+    Fault f;
+    f.kind = FaultKind::bad_reply;
+    f.detail = "the serving process closed the pipe";
+    return f;
+  }
   return death(p);
 }
 
@@ -405,6 +416,30 @@ std::unique_ptr<PluginKernel> PluginKernel::load(const std::string& path, const 
   return k;
 }
 
+std::unique_ptr<PluginKernel> PluginKernel::attach(int rfd, int wfd, const std::string& label,
+                                                   const Options& opts) {
+  signal(SIGPIPE, SIG_IGN);  // as load(): a dead server must be an EPIPE, not our death
+  std::unique_ptr<PluginKernel> k(new PluginKernel());
+  k->path_ = label;
+  k->attached_ = true;
+  k->opts_ = opts;
+  k->worker_ = std::make_unique<Worker>(Worker{-1, wfd, rfd});
+  ipc::Msg t{};
+  std::vector<char> payload;
+  try {
+    const ipc::IoResult r = k->worker_->greeting(t, payload, opts.timeout_s);
+    if (r != ipc::IoResult::ok || t != ipc::Msg::hello)
+      refuse("worker on descriptors " + std::to_string(rfd) + "," + std::to_string(wfd) +
+             " sent no descriptor");
+    k->desc_ = read_descriptor(payload, label);
+  } catch (const LoadError&) {
+    k->kill_worker();
+    throw;
+  }
+  k->inv_freq_ = default_inv_freq;
+  return k;
+}
+
 PluginKernel::~PluginKernel() {
   if (worker_ && worker_->to_child >= 0) {
     ipc::send(worker_->to_child, ipc::Msg::quit, {}, ipc::now_s() + 1.0);
@@ -435,6 +470,7 @@ void PluginKernel::record(Fault f) const { faults_.push_back(std::move(f)); }
 
 bool PluginKernel::ensure_worker() const {
   if (worker_) return true;
+  if (attached_) return false;  // its server is gone; there is nothing to fork
   try {
     worker_ = Worker::spawn(path_);
     ipc::Msg t{};

@@ -13,7 +13,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <type_traits>
 #include <vector>
 
@@ -90,27 +92,37 @@ int element_bytes(int dtype) {
   return dtype == ROPECHECK_DTYPE_F64 ? 8 : dtype == ROPECHECK_DTYPE_F32 ? 4 : 2;
 }
 
+// A guarded buffer is kept from call to call (prepare()): a fresh mmap/munmap per buffer and call
+// cost more than the plugin call itself, since munmap shoots down TLB entries on every CPU the
+// worker ran on (seen: 40% of a validate run's CPU time in those IPIs on a 2-core VM). A reused
+// mapping is refilled with its canary end to end, so each call starts from the same bytes a new
+// mapping would hold; only the back canary may be longer (up to twice the size needed).
 class Guarded {
  public:
-  Guarded(std::size_t n, unsigned char canary) : n_(n), canary_(canary) {
+  explicit Guarded(unsigned char canary) : canary_(canary) {
     page_ = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    inner_ = (kCanary + n + kCanary + page_ - 1) / page_ * page_;
-    len_ = page_ + inner_ + page_;
-    void* m = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
-      map_ = nullptr;
-      return;
-    }
-    map_ = static_cast<unsigned char*>(m);
-    mprotect(map_, page_, PROT_NONE);
-    mprotect(map_ + page_ + inner_, page_, PROT_NONE);
-    std::memset(map_ + page_, canary_, inner_);
   }
-  ~Guarded() {
-    if (map_) munmap(map_, len_);
-  }
+  ~Guarded() { unmap(); }
   Guarded(const Guarded&) = delete;
   Guarded& operator=(const Guarded&) = delete;
+  // Makes the buffer hold n bytes between canaries and PROT_NONE pages. Returns false when the
+  // memory cannot be mapped.
+  bool prepare(std::size_t n) {
+    const std::size_t need = (kCanary + n + kCanary + page_ - 1) / page_ * page_;
+    if (!map_ || need > inner_ || inner_ > 2 * need) {
+      unmap();
+      inner_ = need;
+      len_ = page_ + inner_ + page_;
+      void* m = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) return false;
+      map_ = static_cast<unsigned char*>(m);
+      mprotect(map_, page_, PROT_NONE);
+      mprotect(map_ + page_ + inner_, page_, PROT_NONE);
+    }
+    n_ = n;
+    std::memset(map_ + page_, canary_, inner_);
+    return true;
+  }
   bool ok() const { return map_ != nullptr; }
   unsigned char* data() const { return map_ + page_ + kCanary; }
   // Byte offset (relative to data()) of the first changed canary byte, or 0 if intact; negative
@@ -133,7 +145,11 @@ class Guarded {
   }
 
  private:
-  std::size_t n_, page_ = 0, inner_ = 0, len_ = 0;
+  void unmap() {
+    if (map_) munmap(map_, len_);
+    map_ = nullptr;
+  }
+  std::size_t n_ = 0, page_ = 0, inner_ = 0, len_ = 0;
   unsigned char* map_ = nullptr;
   unsigned char canary_;
 };
@@ -192,7 +208,13 @@ std::string canary_text(const char* which, std::int64_t byte, std::int64_t n_byt
   return o.str();
 }
 
-[[noreturn]] void die_quietly() { _exit(0); }
+// The worker stops serving (quit, EOF, a broken pipe, a malformed request): worker_main then
+// leaves with _exit, serve() returns or reports it. Thrown, never exits here: serve() runs inside
+// the Python interpreter.
+struct StopServing {
+  bool clean;
+};
+[[noreturn]] void die_quietly() { throw StopServing{false}; }
 
 void send_or_die(int wfd, ipc::Msg t, const std::vector<char>& p) {
   if (ipc::send(wfd, t, p, kNoDeadline) != ipc::IoResult::ok) die_quietly();
@@ -232,17 +254,16 @@ struct ApplyRequest {
 };
 
 // Every buffer the plugin sees, each a guarded copy: input (and in-place output), out-of-place
-// output pre-filled with the sentinel, positions, inv_freq tables.
+// output pre-filled with the sentinel, positions, inv_freq tables. One set for the worker's life,
+// prepared afresh for each call (load()).
 struct CallBuffers {
-  Guarded in, out, pos, tf64, tf32;
+  Guarded in{kInCanary}, out{kOutCanary}, pos{kInCanary}, tf64{kInCanary}, tf32{kInCanary};
 
-  explicit CallBuffers(const ApplyRequest& q)
-      : in(q.nbytes, kInCanary),
-        out(q.h.inplace ? 0 : q.nbytes, kOutCanary),
-        pos(q.pos_bytes, kInCanary),
-        tf64(static_cast<std::size_t>(q.h.n_pairs) * 8, kInCanary),
-        tf32(static_cast<std::size_t>(q.h.n_pairs) * 4, kInCanary) {
-    if (!in.ok() || !out.ok() || !pos.ok() || !tf64.ok() || !tf32.ok()) die_quietly();
+  void load(const ApplyRequest& q) {
+    if (!in.prepare(q.nbytes) || !out.prepare(q.h.inplace ? 0 : q.nbytes) ||
+        !pos.prepare(q.pos_bytes) || !tf64.prepare(static_cast<std::size_t>(q.h.n_pairs) * 8) ||
+        !tf32.prepare(static_cast<std::size_t>(q.h.n_pairs) * 4))
+      die_quietly();
     std::memcpy(in.data(), q.in, q.nbytes);
     std::memcpy(pos.data(), q.pos, q.pos_bytes);
     if (q.h.has_inv_freq) {
@@ -372,12 +393,18 @@ Finding check_guards(const Guards& g) {
   return g.holes();
 }
 
-void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>& req) {
+using ErrorHook = std::function<std::string()>;
+
+void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>& req,
+                  CallBuffers& b, const ErrorHook& take_error) {
   const ApplyRequest q(req);
-  CallBuffers b(q);
+  b.load(q);
   const ropecheck_tensor t = tensor_of(q.h, b);
   const int status = desc->apply(&q.spec.c, &t, desc->user);
-  const Finding f = check_guards(Guards(q, b, status));
+  Finding f;
+  if (status != ROPECHECK_OK && status != ROPECHECK_UNSUPPORTED && take_error)
+    if (std::string why = take_error(); !why.empty()) f = {FaultKind::kernel_error, std::move(why)};
+  if (!f) f = check_guards(Guards(q, b, status));
 
   ipc::Writer w;
   ApplyReply rep{status, static_cast<std::int32_t>(f.fault), f.detail.size(), q.nbytes};
@@ -400,11 +427,30 @@ void handle_supports(int wfd, const ropecheck_plugin* d, const std::vector<char>
 [[noreturn]] void load_error(int wfd, const std::string& m) {
   ipc::Writer w;
   w.put_string(m);
-  send_or_die(wfd, ipc::Msg::load_error, w.buf);
+  if (ipc::send(wfd, ipc::Msg::load_error, w.buf, kNoDeadline) != ipc::IoResult::ok) _exit(0);
   _exit(0);
 }
 
 // dlopen + entry point + the descriptor's sanity; any failure is a load_error message.
+// Requests until quit (clean) or until the pipe ends.
+void serve_requests(int rfd, int wfd, const ropecheck_plugin* d, const ErrorHook& take_error) {
+  std::vector<char> req;
+  CallBuffers buffers;
+  for (;;) {
+    ipc::Msg t{};
+    const ipc::IoResult r = ipc::recv(rfd, t, req, kMaxRequest, kNoDeadline);
+    if (r == ipc::IoResult::eof || (r == ipc::IoResult::ok && t == ipc::Msg::quit))
+      throw StopServing{true};
+    if (r != ipc::IoResult::ok) die_quietly();
+    if (t == ipc::Msg::supports)
+      handle_supports(wfd, d, req);
+    else if (t == ipc::Msg::apply)
+      handle_apply(wfd, d, req, buffers, take_error);
+    else
+      die_quietly();
+  }
+}
+
 const ropecheck_plugin* load_plugin(int wfd, const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) load_error(wfd, std::string("cannot load plugin: ") + dlerror());
@@ -469,18 +515,21 @@ void send_hello(int wfd, const ropecheck_plugin* d) {
   signal(SIGPIPE, SIG_DFL);
 
   const ropecheck_plugin* d = load_plugin(wfd, path);
-  send_hello(wfd, d);
-  std::vector<char> req;
-  for (;;) {
-    ipc::Msg t{};
-    if (ipc::recv(rfd, t, req, kMaxRequest, kNoDeadline) != ipc::IoResult::ok) die_quietly();
-    if (t == ipc::Msg::quit) die_quietly();
-    if (t == ipc::Msg::supports)
-      handle_supports(wfd, d, req);
-    else if (t == ipc::Msg::apply)
-      handle_apply(wfd, d, req);
-    else
-      die_quietly();
+  try {
+    send_hello(wfd, d);
+    serve_requests(rfd, wfd, d, {});
+  } catch (const StopServing&) {
+  }
+  _exit(0);
+}
+
+void serve(int rfd, int wfd, const ropecheck_plugin& desc,
+           const std::function<std::string()>& take_error) {
+  try {
+    send_hello(wfd, &desc);
+    serve_requests(rfd, wfd, &desc, take_error);
+  } catch (const StopServing& s) {
+    if (!s.clean) throw std::runtime_error("ropecheck worker: the pipe to ropecheck broke");
   }
 }
 

@@ -42,6 +42,8 @@ struct Options {
   std::optional<int> max_success;
   std::optional<std::uint64_t> seed;
   bool shrink = true;
+  // Exact values from MPFR alone instead of the two-tier oracle (the same answers, bit for bit).
+  bool oracle_mpfr = false;
   // Kernel calls the shrinking of one failure may make (0: no limit). Each shrink step re-runs the
   // property; through a plugin worker that is a few ms a call, and a failure over many elements
   // can take hundreds of thousands of steps. Counted in calls, not seconds, so a replay shrinks

@@ -7,8 +7,11 @@
 #   core                                   nothing of ropecheck
 #   reference, bounds, kernels, io, plugin core
 #   verify                                 core, reference, bounds
+#   scan                                   core, reference, bounds, verify, io
 #   properties, reports                    core, reference, bounds, verify
 #   cli                                    everything
+#   python                                 everything but properties, reports and cli (the
+#                                          extension is a shared object: RapidCheck is not PIC)
 # A module's files are its library sources and headers; tests/, bench/, examples/ and fuzz/ sit on
 # top (they may use anything) and are not checked. Includes are resolved to the module whose
 # include directory holds the header (or to the including file's own module for local headers).
@@ -17,7 +20,7 @@
 # tests can show that the check fails on them.
 cmake_minimum_required(VERSION 3.25)
 
-set(_modules core reference bounds kernels io plugin verify properties reports cli)
+set(_modules core reference bounds kernels io plugin verify scan properties reports cli python)
 set(_dirs_core src/core)
 set(_dirs_reference reference)
 set(_dirs_bounds src/bounds)
@@ -25,9 +28,11 @@ set(_dirs_kernels src/kernels)
 set(_dirs_io src/io)
 set(_dirs_plugin src/plugin)
 set(_dirs_verify src/verify)
+set(_dirs_scan src/scan)
 set(_dirs_properties properties)
 set(_dirs_reports reports)
 set(_dirs_cli src/cli)
+set(_dirs_python src/python)
 set(_allow_core "")
 set(_allow_reference core)
 set(_allow_bounds core)
@@ -35,9 +40,11 @@ set(_allow_kernels core)
 set(_allow_io core)
 set(_allow_plugin core)
 set(_allow_verify core reference bounds)
+set(_allow_scan core reference bounds verify io)
 set(_allow_properties core reference bounds verify)
 set(_allow_reports core reference bounds verify)
 set(_allow_cli ${_modules})
+set(_allow_python core reference bounds kernels io plugin verify scan)
 # CMake targets of each module (aliases as written in target_link_libraries).
 set(_targets_core ropecheck::core ropecheck_core)
 set(_targets_reference ropecheck::reference ropecheck_reference)
@@ -46,9 +53,11 @@ set(_targets_kernels ropecheck::kernels ropecheck_kernels)
 set(_targets_io ropecheck::tensorio ropecheck_tensorio ropecheck::hfconfig ropecheck_hfconfig)
 set(_targets_plugin ropecheck::plugin ropecheck_plugin ropecheck::plugin_api ropecheck_plugin_api)
 set(_targets_verify ropecheck::verify ropecheck_verify)
+set(_targets_scan ropecheck::scan ropecheck_scan)
 set(_targets_properties ropecheck::properties ropecheck_properties)
 set(_targets_reports ropecheck::reports ropecheck_reports)
 set(_targets_cli ropecheck_cli ropecheck)
+set(_targets_python ropecheck_python _ropecheck)
 
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "layering.cmake: give -DSOURCE_DIR=<repository root>")

@@ -1,12 +1,19 @@
 // safetensors and .npy, read and written. Sections: shared helpers and the safetensors dtype
-// table (kStDtypes); Tensor accessors; safetensors (header, one EntryReader per tensor entry,
-// the overlap check); npy (preamble, header dict, descr); make_tensor. Every parse_* works on
-// bytes and checks before it touches them; read_* only adds the file.
+// table (kStDtypes); decode and Tensor accessors; safetensors (header length and JSON, one
+// EntryReader per tensor entry, the overlap check, the layout of all entries); npy (preamble,
+// header dict, descr); streaming (InputFile, open_*); make_tensor. Every parse_* works on bytes
+// and checks before it touches them; read_* only adds the file; open_* runs the same header
+// checks on the header alone, with the file's size standing in for the byte count.
 #include "ropecheck/tensorio/tensorio.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -125,9 +132,8 @@ bool Tensor::is_float() const {
          type == ElemType::bf16;
 }
 
-double Tensor::get(std::int64_t i) const {
-  const unsigned char* p = data.data() + i * elem_bytes(type);
-  switch (type) {
+double decode(ElemType t, const unsigned char* p) {
+  switch (t) {
     case ElemType::f64: {
       double v;
       std::memcpy(&v, p, 8);
@@ -149,28 +155,34 @@ double Tensor::get(std::int64_t i) const {
       return from_bits(b, Dtype::bf16);
     }
     case ElemType::i64:
-      return static_cast<double>(get_int(i));
     case ElemType::i32:
-      return static_cast<double>(get_int(i));
+      return static_cast<double>(decode_int(t, p));
     case ElemType::other:
       break;
   }
   return 0;
 }
 
-std::int64_t Tensor::get_int(std::int64_t i) const {
-  const unsigned char* p = data.data() + i * elem_bytes(type);
-  if (type == ElemType::i64) {
+std::int64_t decode_int(ElemType t, const unsigned char* p) {
+  if (t == ElemType::i64) {
     std::int64_t v;
     std::memcpy(&v, p, 8);
     return v;
   }
-  if (type == ElemType::i32) {
+  if (t == ElemType::i32) {
     std::int32_t v;
     std::memcpy(&v, p, 4);
     return v;
   }
   return 0;
+}
+
+double Tensor::get(std::int64_t i) const {
+  return decode(type, data.data() + i * elem_bytes(type));
+}
+
+std::int64_t Tensor::get_int(std::int64_t i) const {
+  return decode_int(type, data.data() + i * elem_bytes(type));
 }
 
 const Tensor* TensorFile::find(const std::string& n) const {
@@ -191,24 +203,27 @@ void check_size(std::size_t n, const std::string& what, const Limits& limits) {
                    std::to_string(limits.max_bytes) + " bytes");
 }
 
-struct Header {
-  nlohmann::json json;
-  std::uint64_t data_start;  // 8 + header length
-};
-
-// The JSON header (bytes 8 .. 8 + its length), length-checked before it is parsed.
-Header safetensors_header(const unsigned char* data, std::size_t n, const std::string& what) {
+// The header length, bytes 0-7 of `first` (which holds min(8, n) bytes of an input of n bytes),
+// checked against the input before anything else is read.
+std::uint64_t safetensors_header_length(const unsigned char* first, std::uint64_t n,
+                                        const std::string& what) {
   if (n < 8)
     fail(what, "truncated: " + std::to_string(n) +
                    " bytes, a safetensors file starts with an 8-byte header length");
   std::uint64_t hlen = 0;
-  for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | data[i];
+  for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | first[i];
   if (hlen > n - 8)
     fail(what, "header length " + std::to_string(hlen) +
                    " (bytes 0-7) runs past the end of the file (" + std::to_string(n) + " bytes)");
   // The format caps the header at 100 MB; a bigger one is corrupt, not a big model.
   if (hlen > 100'000'000) fail(what, "header length " + std::to_string(hlen) + " exceeds 100 MB");
-  const auto* hbeg = reinterpret_cast<const char*>(data + 8);
+  return hlen;
+}
+
+// The JSON header: the hlen bytes at p (bytes 8 .. 8 + hlen of the input).
+nlohmann::json safetensors_header_json(const unsigned char* p, std::uint64_t hlen,
+                                       const std::string& what) {
+  const auto* hbeg = reinterpret_cast<const char*>(p);
   nlohmann::json h;
   try {
     h = nlohmann::json::parse(hbeg, hbeg + hlen);
@@ -217,16 +232,17 @@ Header safetensors_header(const unsigned char* data, std::size_t n, const std::s
     fail(what, "header JSON (bytes 8-" + std::to_string(8 + hlen) + ") is malformed: " + e.what());
   }
   if (!h.is_object()) fail(what, "header JSON is not an object");
-  return {std::move(h), 8 + hlen};
+  return h;
 }
 
-void read_metadata(const nlohmann::json& v, const std::string& what, TensorFile& out) {
+void read_metadata(const nlohmann::json& v, const std::string& what,
+                   std::map<std::string, std::string>& out) {
   if (!v.is_object()) fail(what, "__metadata__ must be an object of strings");
   for (auto m = v.begin(); m != v.end(); ++m) {
     if (!m.value().is_string())
       fail(what, "__metadata__[\"" + m.key() +
                      "\"] must be a string (safetensors metadata is string -> string)");
-    out.metadata[m.key()] = m.value().get<std::string>();
+    out[m.key()] = m.value().get<std::string>();
   }
 }
 
@@ -296,9 +312,10 @@ struct Span {
   std::string name;
 };
 
-// Reads one tensor entry and copies its bytes out of the data section.
-Tensor read_entry(const std::string& key, const nlohmann::json& v, const unsigned char* section,
-                  std::uint64_t data_len, const std::string& what, Span& span) {
+// One tensor entry, validated against a data section of data_len bytes: the tensor without its
+// bytes, and where they lie.
+Tensor describe_entry(const std::string& key, const nlohmann::json& v, std::uint64_t data_len,
+                      const std::string& what, Span& span) {
   const EntryReader rd(v, what, "tensor '" + key + "'");
   rd.check_fields();
   Tensor t;
@@ -313,7 +330,6 @@ Tensor read_entry(const std::string& key, const nlohmann::json& v, const unsigne
   if (want > (e - b) / static_cast<std::uint64_t>(eb) || want * eb != e - b)
     rd.err("byte count " + std::to_string(e - b) + " != shape " + shape_str(t.shape) + " x " +
            std::to_string(eb) + " bytes (" + t.type_name + ")");
-  t.data.assign(section + b, section + e);
   span = {b, e, key};
   return t;
 }
@@ -328,26 +344,49 @@ void check_no_overlap(std::vector<Span> spans, const std::string& what) {
 
 }  // namespace
 
-TensorFile parse_safetensors(const unsigned char* data, std::size_t n, const std::string& what,
-                             const Limits& limits) {
-  check_size(n, what, limits);
-  const Header h = safetensors_header(data, n, what);
-  const unsigned char* section = data + h.data_start;
-  const std::uint64_t data_len = n - h.data_start;
-  TensorFile out;
+namespace {
+
+// Every entry of a header, validated against a data section of data_len bytes (no data read):
+// tensors[i]'s bytes are spans[i].
+struct Layout {
+  std::map<std::string, std::string> metadata;
+  std::vector<Tensor> tensors;
   std::vector<Span> spans;
-  for (auto it = h.json.begin(); it != h.json.end(); ++it) {
+};
+
+Layout safetensors_layout(const nlohmann::json& h, std::uint64_t data_len,
+                          const std::string& what) {
+  Layout out;
+  std::vector<Span> filled;
+  for (auto it = h.begin(); it != h.end(); ++it) {
     if (it.key() == "__metadata__") {
-      read_metadata(it.value(), what, out);
+      read_metadata(it.value(), what, out.metadata);
       continue;
     }
     Span span;
-    out.tensors.push_back(read_entry(it.key(), it.value(), section, data_len, what, span));
+    out.tensors.push_back(describe_entry(it.key(), it.value(), data_len, what, span));
+    out.spans.push_back(span);
     // Empty tensors occupy no bytes, so they cannot overlap anything (their offsets may coincide
     // with a neighbour's begin).
-    if (span.e > span.b) spans.push_back(std::move(span));
+    if (span.e > span.b) filled.push_back(std::move(span));
   }
-  check_no_overlap(std::move(spans), what);
+  check_no_overlap(std::move(filled), what);
+  return out;
+}
+
+}  // namespace
+
+TensorFile parse_safetensors(const unsigned char* data, std::size_t n, const std::string& what,
+                             const Limits& limits) {
+  check_size(n, what, limits);
+  const std::uint64_t hlen = safetensors_header_length(data, n, what);
+  const unsigned char* section = data + 8 + hlen;
+  Layout l = safetensors_layout(safetensors_header_json(data + 8, hlen, what), n - 8 - hlen, what);
+  TensorFile out;
+  out.metadata = std::move(l.metadata);
+  out.tensors = std::move(l.tensors);
+  for (std::size_t i = 0; i < out.tensors.size(); ++i)
+    out.tensors[i].data.assign(section + l.spans[i].b, section + l.spans[i].e);
   return out;
 }
 
@@ -531,12 +570,13 @@ ElemType npy_type(const std::string& d, const std::string& what) {
 
 }  // namespace
 
-Tensor parse_npy(const unsigned char* data, std::size_t n, const std::string& what,
-                 const Limits& limits) {
-  check_size(n, what, limits);
-  const NpyPreamble pre = npy_preamble(data, n, what);
-  const NpyHeader h =
-      npy_header(std::string(reinterpret_cast<const char*>(data + pre.hstart), pre.hlen), what);
+namespace {
+
+// The tensor a validated preamble and header dict describe, its data the rest of an input of n
+// bytes (no data read).
+Tensor npy_describe(const NpyPreamble& pre, const std::string& dict, std::uint64_t n,
+                    const std::string& what) {
+  const NpyHeader h = npy_header(dict, what);
   Tensor t;
   t.name = what;
   t.type_name = h.descr;
@@ -553,6 +593,17 @@ Tensor parse_npy(const unsigned char* data, std::size_t n, const std::string& wh
     fail(what, "npy data is " + std::to_string(have) + " bytes, shape " + shape_str(t.shape) +
                    " x " + std::to_string(eb) + " bytes needs " +
                    std::to_string(static_cast<std::uint64_t>(*numel) * eb));
+  return t;
+}
+
+}  // namespace
+
+Tensor parse_npy(const unsigned char* data, std::size_t n, const std::string& what,
+                 const Limits& limits) {
+  check_size(n, what, limits);
+  const NpyPreamble pre = npy_preamble(data, n, what);
+  Tensor t = npy_describe(
+      pre, std::string(reinterpret_cast<const char*>(data + pre.hstart), pre.hlen), n, what);
   t.data.assign(data + pre.hstart + pre.hlen, data + n);
   return t;
 }
@@ -602,6 +653,163 @@ void write_npy(const std::string& path, const Tensor& t) {
   head += static_cast<char>(dict.size() & 0xFF);
   head += static_cast<char>((dict.size() >> 8) & 0xFF);
   write_file(path, head + dict, {&t});
+}
+
+// ---- streaming ----------------------------------------------------------------------------------
+// Why pread and not mmap: a mapping turns a file that shrinks while we read it (another process
+// truncating or rewriting the dump) into SIGBUS at the first access past the new end, which a
+// multi-threaded reader survives only with a signal handler and longjmp. pread turns the same
+// event into a short read, reported as a FormatError (exit 2). The copy is noise next to the
+// oracle (a 256-byte vector copies in nanoseconds, its check takes microseconds), and memory stays
+// bounded by construction: we hold what a caller asked for, nothing to madvise away. The page
+// cache keeps what was read, but it is reclaimable and not counted in our RSS.
+// A file rewritten in place with the same size is read as it is now: the header was validated
+// once, at open; the values are whatever the file holds when they are read.
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw FormatError(path + ": cannot open file: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      throw FormatError(path + ": not a regular file (cannot determine its size)");
+    }
+    size_ = static_cast<std::uint64_t>(st.st_size);
+    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);  // a hint: doubles the read-ahead
+  }
+  // Memory-backed: tensors handed over in memory (the Python module's NumPy / torch buffers) are
+  // read through the same TensorRef as file tensors, so `check` has one scan for both.
+  InputFile(const unsigned char* data, std::uint64_t n, std::shared_ptr<const void> keep,
+            const std::string& what)
+      : path_(what), size_(n), mem_(data), keep_(std::move(keep)) {}
+  ~InputFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  std::uint64_t size() const { return size_; }  // at open
+
+  // Exactly n bytes at off (thread-safe: pread has no file position).
+  void read(std::uint64_t off, std::uint64_t n, unsigned char* out) const {
+    if (mem_) {
+      if (off > size_ || n > size_ - off)
+        throw FormatError(path_ + ": bytes [" + std::to_string(off) + ", +" + std::to_string(n) +
+                          ") outside the " + std::to_string(size_) + "-byte buffer");
+      std::memcpy(out, mem_ + off, static_cast<std::size_t>(n));
+      return;
+    }
+    while (n > 0) {
+      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(n, 1u << 30));
+      const ssize_t r = ::pread(fd_, out, want, static_cast<off_t>(off));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0)
+        throw FormatError(path_ + ": read error at byte " + std::to_string(off) + ": " +
+                          std::strerror(errno));
+      if (r == 0)
+        throw FormatError(path_ + ": file ends at byte " + std::to_string(off) + ", " +
+                          std::to_string(n) + " bytes short: it was truncated while being read (" +
+                          std::to_string(size_) + " bytes when opened)");
+      out += r;
+      off += static_cast<std::uint64_t>(r);
+      n -= static_cast<std::uint64_t>(r);
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+  const unsigned char* mem_ = nullptr;  // memory-backed when set
+  std::shared_ptr<const void> keep_;    // holds mem_ alive
+};
+
+namespace {
+
+// open_* hold the header in memory, nothing else of the file.
+void check_header_size(std::uint64_t hlen, const std::string& what, const Limits& limits) {
+  if (hlen > limits.max_bytes)
+    fail(what, "header is " + std::to_string(hlen) + " bytes, larger than the memory limit of " +
+                   std::to_string(limits.max_bytes) + " bytes (raise it with --max-bytes)");
+}
+
+TensorRef ref_of(const Tensor& t, std::uint64_t offset, std::shared_ptr<const InputFile> file) {
+  TensorRef r;
+  r.name = t.name;
+  r.type = t.type;
+  r.type_name = t.type_name;
+  r.shape = t.shape;
+  r.offset = offset;
+  r.file = std::move(file);
+  return r;
+}
+
+}  // namespace
+
+std::int64_t TensorRef::numel() const { return checked_numel(shape).value_or(0); }
+
+void TensorRef::read(std::int64_t first, std::int64_t count, unsigned char* out) const {
+  const std::int64_t n = numel();
+  const int eb = elem_bytes(type);
+  if (eb == 0 || first < 0 || count < 0 || first > n || count > n - first)
+    throw FormatError(name + ": cannot read elements [" + std::to_string(first) + ", " +
+                      std::to_string(first) + " + " + std::to_string(count) + ") of " +
+                      std::to_string(n) + " (" + type_name + ")");
+  file->read(offset + static_cast<std::uint64_t>(first) * eb,
+             static_cast<std::uint64_t>(count) * eb, out);
+}
+
+const TensorRef* TensorFileRef::find(const std::string& n) const {
+  for (const auto& t : tensors)
+    if (t.name == n) return &t;
+  return nullptr;
+}
+
+TensorFileRef open_safetensors(const std::string& path, const Limits& limits) {
+  auto file = std::make_shared<const InputFile>(path);
+  const std::uint64_t n = file->size();
+  unsigned char first[8] = {};
+  file->read(0, std::min<std::uint64_t>(8, n), first);
+  const std::uint64_t hlen = safetensors_header_length(first, n, path);
+  check_header_size(hlen, path, limits);
+  std::vector<unsigned char> head(hlen);
+  file->read(8, hlen, head.data());
+  Layout l =
+      safetensors_layout(safetensors_header_json(head.data(), hlen, path), n - 8 - hlen, path);
+  TensorFileRef out;
+  out.metadata = std::move(l.metadata);
+  for (std::size_t i = 0; i < l.tensors.size(); ++i)
+    out.tensors.push_back(ref_of(l.tensors[i], 8 + hlen + l.spans[i].b, file));
+  return out;
+}
+
+TensorRef open_npy(const std::string& path, const Limits& limits) {
+  auto file = std::make_shared<const InputFile>(path);
+  const std::uint64_t n = file->size();
+  unsigned char first[12] = {};
+  file->read(0, std::min<std::uint64_t>(12, n), first);
+  const NpyPreamble pre = npy_preamble(first, n, path);
+  check_header_size(pre.hstart + pre.hlen, path, limits);
+  std::string dict(pre.hlen, '\0');
+  file->read(pre.hstart, pre.hlen, reinterpret_cast<unsigned char*>(dict.data()));
+  return ref_of(npy_describe(pre, dict, n, path), pre.hstart + pre.hlen, file);
+}
+
+TensorRef memory_tensor(const std::string& nm, ElemType type, std::vector<std::int64_t> shape,
+                        const void* data, std::shared_ptr<const void> keep) {
+  const auto n = checked_numel(shape);
+  if (!n || elem_bytes(type) == 0)
+    fail(nm, "invalid shape or element type for an in-memory tensor");
+  const auto bytes = static_cast<std::uint64_t>(*n) * static_cast<std::uint64_t>(elem_bytes(type));
+  Tensor t;
+  t.name = nm;
+  t.type = type;
+  t.type_name = name(type);
+  t.shape = std::move(shape);
+  return ref_of(t, 0,
+                std::make_shared<const InputFile>(static_cast<const unsigned char*>(data), bytes,
+                                                  std::move(keep), nm));
 }
 
 Tensor make_tensor(const std::string& nm, ElemType type, std::vector<std::int64_t> shape,

@@ -10,6 +10,10 @@
 //   offbyone.safetensors      y = R_{m+1} x, positions say m
 //   truncated.safetensors     good_f32 cut in the middle of the header
 //   x.npy y.npy p.npy y_off.npy spec.json   the npy form (f16, [tokens, dim]); y_off off by one
+//   mixed_bf16.safetensors    bf16 [batch 2, heads 3, tokens 20, dim 16] (bhtd), positions [2, 20]:
+//                             every 5th vector corrupted (many failures, varied errors), one input
+//                             with a NaN (skipped), two identical failing vectors at one position
+//                             (a tie for the maxima): `check --threads` must not change a byte
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -48,6 +52,47 @@ std::vector<double> random_x(std::size_t n, Dtype d, std::uint64_t seed) {
   std::vector<double> x(n);
   for (auto& v : x) v = round_to_dtype(u(rng), d);
   return x;
+}
+
+void write_mixed(const std::string& dir) {
+  ref::set_precision_bits(ref::default_bits(Dtype::bf16));
+  RopeSpec s;
+  s.head_dim = 16;
+  s.layout = Layout::half;
+  s = s.normalized();
+  const std::int64_t B = 2, H = 3, T = 20, D = s.head_dim;
+  auto x = random_x(static_cast<std::size_t>(B * H * T * D), Dtype::bf16, 17);
+  std::vector<std::int64_t> pos(static_cast<std::size_t>(B * T));
+  for (std::int64_t i = 0; i < B * T; ++i) pos[i] = (i * 37) % 23 * 1000 + i % 3;
+  auto off = [&](std::int64_t b, std::int64_t h, std::int64_t t) {
+    return ((b * H + h) * T + t) * D;
+  };
+  // The tie: (b 1, h 2, t 15) repeats (b 0, h 0, t 3), position and all.
+  std::copy(x.begin() + off(0, 0, 3), x.begin() + off(0, 0, 3) + D, x.begin() + off(1, 2, 15));
+  pos[1 * T + 15] = pos[0 * T + 3];
+  std::vector<double> y(x.size());
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t t = 0; t < T; ++t) {
+        const auto o = off(b, h, t);
+        std::vector<double> v(x.begin() + o, x.begin() + o + D);
+        const auto r =
+            ref::round_to(ref::apply_blocked(s, ref::Mp(pos[b * T + t]), v), Dtype::bf16);
+        std::copy(r.begin(), r.end(), y.begin() + o);
+        const std::int64_t k = (b * H + h) * T + t;
+        if (k % 5 == 0)
+          y[o + k % D] = round_to_dtype(y[o + k % D] + 0.01 * (k % 7 + 1), Dtype::bf16);
+      }
+  const auto tie = off(1, 2, 15);
+  std::copy(y.begin() + off(0, 0, 3), y.begin() + off(0, 0, 3) + D, y.begin() + tie);
+  y[off(0, 0, 3) + 2] = y[tie + 2] = round_to_dtype(y[tie + 2] + 0.5, Dtype::bf16);
+  x[off(1, 0, 7) + 4] = NAN;
+  tio::TensorFile f;
+  f.metadata = {{"layout", "half"}, {"tensor_layout", "bhtd"}};
+  f.tensors.push_back(tio::make_tensor("x", tio::ElemType::bf16, {B, H, T, D}, x));
+  f.tensors.push_back(tio::make_tensor("y", tio::ElemType::bf16, {B, H, T, D}, y));
+  f.tensors.push_back(tio::make_int_tensor("positions", tio::ElemType::i64, {B, T}, pos));
+  tio::write_safetensors(dir + "/mixed_bf16.safetensors", f);
 }
 
 }  // namespace
@@ -147,5 +192,6 @@ int main(int argc, char** argv) {
     std::ofstream(dir + "/spec.json") << R"({"layout": "half", "base": 10000})"
                                       << "\n";
   }
+  write_mixed(dir);
   return 0;
 }

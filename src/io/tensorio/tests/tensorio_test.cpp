@@ -1,5 +1,6 @@
 // Readers: round trips, and every malformed input ends in a located FormatError (never a crash).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -36,6 +37,46 @@ std::string error_of(const std::vector<unsigned char>& f, bool npy = false, Limi
 
 std::string tmp(const std::string& n) {
   return testing::TempDir() + "/ropecheck_tio_" + std::to_string(::getpid()) + "_" + n;
+}
+
+void write_bytes(const std::string& path, const std::vector<unsigned char>& b) {
+  FILE* fp = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(fp, nullptr);
+  if (!b.empty()) std::fwrite(b.data(), 1, b.size(), fp);
+  std::fclose(fp);
+}
+
+std::vector<unsigned char> file_bytes(const std::string& path) {
+  FILE* fp = std::fopen(path.c_str(), "rb");
+  std::vector<unsigned char> b(1 << 16);
+  b.resize(std::fread(b.data(), 1, b.size(), fp));
+  std::fclose(fp);
+  return b;
+}
+
+// The error of the streaming reader on f (written to a file) must be the in-memory reader's.
+void expect_same_error(const std::vector<unsigned char>& f, bool npy) {
+  const auto p = tmp(npy ? "same.npy" : "same.safetensors");
+  write_bytes(p, f);
+  std::string parsed, opened;
+  try {
+    if (npy)
+      parse_npy(f.data(), f.size(), p);
+    else
+      parse_safetensors(f.data(), f.size(), p);
+  } catch (const FormatError& e) {
+    parsed = e.what();
+  }
+  try {
+    if (npy)
+      open_npy(p);
+    else
+      open_safetensors(p);
+  } catch (const FormatError& e) {
+    opened = e.what();
+  }
+  std::remove(p.c_str());
+  EXPECT_EQ(opened, parsed) << f.size() << " bytes";
 }
 
 }  // namespace
@@ -176,4 +217,126 @@ TEST(TensorIO, NpyMalformed) {
     std::vector<unsigned char> pre(f.begin(), f.begin() + k);
     EXPECT_NE(error_of(pre, true), "") << "prefix " << k;
   }
+}
+
+// ---- streaming (open_*) ------------------------------------------------------------------------
+
+TEST(TensorIO, OpenReadsWhatReadReads) {
+  TensorFile f;
+  f.metadata["layout"] = "half";
+  f.tensors.push_back(make_tensor("x", ElemType::bf16, {2, 3}, {1, -2, 0.5, 3, 1e30, -0.0}));
+  f.tensors.push_back(make_tensor("y", ElemType::f64, {3}, {1.5, -2, 1e-300}));
+  f.tensors.push_back(make_int_tensor("positions", ElemType::i32, {2}, {7, -3}));
+  const auto p = tmp("open.safetensors");
+  write_safetensors(p, f);
+  const TensorFileRef r = open_safetensors(p);
+  EXPECT_EQ(r.metadata, f.metadata);
+  ASSERT_EQ(r.tensors.size(), 3u);
+  for (const Tensor& t : f.tensors) {
+    const TensorRef* u = r.find(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_EQ(u->type, t.type);
+    EXPECT_EQ(u->shape, t.shape);
+    std::vector<unsigned char> all(t.data.size());
+    u->read(0, u->numel(), all.data());
+    EXPECT_EQ(all, t.data) << t.name;
+    const int eb = elem_bytes(t.type);
+    std::vector<unsigned char> mid(eb);  // one element from the middle
+    u->read(1, 1, mid.data());
+    EXPECT_EQ(decode(t.type, mid.data()), t.get(1));
+    EXPECT_THROW(u->read(1, u->numel(), all.data()), FormatError);  // past its end
+    EXPECT_THROW(u->read(-1, 1, all.data()), FormatError);
+  }
+  std::remove(p.c_str());
+
+  const auto q = tmp("open.npy");
+  const auto t = make_tensor("a", ElemType::f16, {3, 2}, {1, 2, 3, 4, 5, -6});
+  write_npy(q, t);
+  const TensorRef u = open_npy(q);
+  EXPECT_EQ(u.shape, t.shape);
+  std::vector<unsigned char> all(t.data.size());
+  u.read(0, 6, all.data());
+  EXPECT_EQ(all, t.data);
+  std::remove(q.c_str());
+}
+
+// Every malformed input the in-memory reader refuses, the streaming one refuses with the same
+// message: the same checks, the file's size standing in for the byte count.
+TEST(TensorIO, OpenRefusesWhatParseRefuses) {
+  const char* headers[] = {
+      "{not json",
+      "[1,2]",
+      R"({"x":{"dtype":"Q9","shape":[1],"data_offsets":[0,4]}})",
+      R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
+      R"({"x":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})",
+      R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})",
+      R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}})",
+      R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})",
+      R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+      R"({"__metadata__":{"base":10000}})",
+      R"({"x":{"dtype":"F32","shape":[1]}})",
+  };
+  for (const char* h : headers) expect_same_error(st_file(h, 8), false);
+  auto big = st_file("{}", 0);
+  big[0] = 200;
+  expect_same_error(big, false);
+  TensorFile ok;
+  ok.tensors.push_back(make_tensor("x", ElemType::f32, {2}, {1, 2}));
+  const auto p = tmp("ok2.safetensors");
+  write_safetensors(p, ok);
+  const auto full = file_bytes(p);
+  std::remove(p.c_str());
+  for (std::size_t k = 0; k < full.size(); ++k)
+    expect_same_error({full.begin(), full.begin() + k}, false);
+
+  const auto q = tmp("ok2.npy");
+  write_npy(q, make_tensor("a", ElemType::f32, {2}, {1, 2}));
+  const auto npy = file_bytes(q);
+  std::remove(q.c_str());
+  for (std::size_t k = 0; k < npy.size(); ++k)
+    expect_same_error({npy.begin(), npy.begin() + k}, true);
+  auto v9 = npy;
+  v9[6] = 9;  // unsupported version
+  expect_same_error(v9, true);
+}
+
+// Limits::max_bytes bounds what the streaming reader holds, the header; the data may be larger.
+TEST(TensorIO, OpenLimitsTheHeaderNotTheData) {
+  TensorFile f;
+  f.tensors.push_back(make_tensor("x", ElemType::f32, {1024}, std::vector<double>(1024, 1.0)));
+  const auto p = tmp("limit.safetensors");
+  write_safetensors(p, f);
+  Limits lim;
+  lim.max_bytes = 1024;  // the file is ~4.1 KB, its header < 100 bytes
+  EXPECT_THROW(read_safetensors(p, lim), FormatError);
+  EXPECT_EQ(open_safetensors(p, lim).tensors.at(0).numel(), 1024);
+  lim.max_bytes = 16;
+  try {
+    open_safetensors(p, lim);
+    ADD_FAILURE() << "a header over the limit was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("larger than the memory limit of 16 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+  std::remove(p.c_str());
+}
+
+// A file that shrinks after it was opened (validated) is a FormatError when read, not a crash.
+TEST(TensorIO, FileShrinkingAfterOpenIsAFormatError) {
+  TensorFile f;
+  f.tensors.push_back(make_tensor("x", ElemType::f32, {256}, std::vector<double>(256, 2.0)));
+  const auto p = tmp("shrink.safetensors");
+  write_safetensors(p, f);
+  const TensorFileRef r = open_safetensors(p);
+  ASSERT_EQ(::truncate(p.c_str(), 200), 0);
+  std::vector<unsigned char> buf(1024);
+  try {
+    r.tensors.at(0).read(0, 256, buf.data());
+    ADD_FAILURE() << "read past the new end of the file";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated while being read"), std::string::npos)
+        << e.what();
+  }
+  std::remove(p.c_str());
 }

@@ -40,6 +40,8 @@ enum class FaultKind : int {
   unwritten_output,     // an output element still holds the sentinel after an out-of-place call
   input_modified,       // the input of an out-of-place call (or the positions) changed
   bad_reply,            // the worker's answer was malformed (should not happen)
+  kernel_error,         // an in-process kernel (serve()) reported why apply failed, e.g. a Python
+                        // exception or a result of the wrong shape or dtype
 };
 const char* name(FaultKind k);
 
@@ -91,6 +93,12 @@ class PluginKernel final : public Kernel {
  public:
   // Forks the worker, loads the plugin there and reads its descriptor. Throws LoadError.
   static std::unique_ptr<PluginKernel> load(const std::string& path, const Options& opts = {});
+  // Uses a worker that is already running (serve() in another process, e.g. the Python module)
+  // on the pipe ends rfd (its replies) and wfd (our requests); reads its descriptor. `label`
+  // stands for the path in messages. Takes ownership of the descriptors. Nothing is forked, so
+  // a worker that dies is not restarted: later calls fail. Throws LoadError.
+  static std::unique_ptr<PluginKernel> attach(int rfd, int wfd, const std::string& label,
+                                              const Options& opts = {});
   ~PluginKernel() override;
   PluginKernel(const PluginKernel&) = delete;
   PluginKernel& operator=(const PluginKernel&) = delete;
@@ -124,6 +132,7 @@ class PluginKernel final : public Kernel {
   void kill_worker() const;
 
   std::string path_;
+  bool attached_ = false;  // serve()d by another process: nothing to fork or kill
   Options opts_;
   Descriptor desc_;
   InvFreqProvider inv_freq_;
@@ -131,6 +140,15 @@ class PluginKernel final : public Kernel {
   mutable std::vector<Fault> faults_;
   mutable std::uint64_t calls_ = 0;
 };
+
+// The worker side of the pipe protocol, for a kernel that lives in an existing process (the
+// Python module serves a Python callable through it): sends `desc` (hello), then answers
+// supports/apply requests on rfd/wfd, each apply on guarded buffers with the same guards as a
+// plugin worker, until quit or EOF. When apply returns an error, `take_error` (if set) gives the
+// reason, reported as FaultKind::kernel_error with the call. Returns normally at quit/EOF; throws
+// std::runtime_error when the pipe breaks or a request is malformed. Never exits the process.
+void serve(int rfd, int wfd, const ropecheck_plugin& desc,
+           const std::function<std::string()>& take_error = {});
 
 // One line describing a call, used in fault messages and counterexamples.
 std::string describe_call(const RopeSpec& spec, const TensorArgs& args);

@@ -1,7 +1,12 @@
 // Reading and writing recorded tensors: safetensors and NumPy .npy (little-endian).
 //
-// Every reader works on an in-memory byte range (parse_*) so it can be fuzzed; the file variants
-// only add a size check against the memory limit before reading. Every malformed input ends in a
+// Two ways in, one validation:
+//   parse_* / read_*   the whole input in memory (parse_* on bytes, so it can be fuzzed; read_*
+//                      adds the file, refused beyond Limits::max_bytes before anything is read)
+//   open_*             streaming: only the header is read and validated against the file size;
+//                      a TensorRef then reads element ranges on demand (`check` on dumps of any
+//                      size in bounded memory). Limits::max_bytes guards the header only.
+// Both run the same header checks (tensorio.cpp), so every malformed input ends in the same
 // FormatError whose message names the file and the location (byte offset, tensor name, header
 // field); nothing is trusted: lengths, offsets and shapes are checked for overflow and against
 // the actual byte count before any allocation or access.
@@ -9,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -28,10 +34,16 @@ const char* name(ElemType t);
 int elem_bytes(ElemType t);  // 0 for other (see Tensor::other_bytes)
 
 struct Limits {
-  // Largest file (and so largest tensor) a reader accepts; bigger inputs are refused with a
-  // FormatError instead of an out-of-memory. Default 4 GiB.
+  // What a reader may hold in memory: read_* / parse_* refuse a larger input (file), open_* a
+  // larger header (safetensors JSON, npy dict), with a FormatError instead of an out-of-memory.
+  // Default 4 GiB.
   std::uint64_t max_bytes = std::uint64_t{4} << 30;
 };
+
+// An element of type t at p (little-endian) as double (float types: exact) / as int64 (integer
+// types); 0 for other types.
+double decode(ElemType t, const unsigned char* p);
+std::int64_t decode_int(ElemType t, const unsigned char* p);
 
 struct Tensor {
   std::string name;
@@ -63,6 +75,41 @@ Tensor parse_npy(const unsigned char* data, std::size_t n, const std::string& wh
                  const Limits& limits = {});
 Tensor read_npy(const std::string& path, const Limits& limits = {});
 void write_npy(const std::string& path, const Tensor& t);  // v1.0 header, C order
+
+// ---- streaming -------------------------------------------------------------------------------
+class InputFile;  // an open file read with pread (tensorio.cpp says why not mmap)
+
+// A tensor whose bytes stay in its file. Copies share the file; read() may be called from several
+// threads at once.
+struct TensorRef {
+  std::string name;
+  ElemType type = ElemType::f32;
+  std::string type_name;
+  std::vector<std::int64_t> shape;
+  std::uint64_t offset = 0;  // file offset of element 0
+  std::shared_ptr<const InputFile> file;
+
+  std::int64_t numel() const;
+  // Elements [first, first + count) into out (count * elem_bytes(type) bytes). Throws
+  // FormatError for a range outside the tensor, and when the file no longer holds the bytes (it
+  // shrank after it was opened).
+  void read(std::int64_t first, std::int64_t count, unsigned char* out) const;
+};
+
+struct TensorFileRef {
+  std::map<std::string, std::string> metadata;
+  std::vector<TensorRef> tensors;  // file order
+  const TensorRef* find(const std::string& name) const;
+};
+
+TensorFileRef open_safetensors(const std::string& path, const Limits& limits = {});
+TensorRef open_npy(const std::string& path, const Limits& limits = {});
+
+// A tensor whose bytes are in memory (C order, little-endian): read() copies from `data`, which
+// `keep` must hold alive for as long as any copy of the ref exists (it may be null when the
+// caller guarantees that itself). The Python module checks NumPy / torch tensors through it.
+TensorRef memory_tensor(const std::string& name, ElemType type, std::vector<std::int64_t> shape,
+                        const void* data, std::shared_ptr<const void> keep = nullptr);
 
 // Builds a tensor of `type` from doubles (values must be representable: the caller rounds) or
 // int64s.

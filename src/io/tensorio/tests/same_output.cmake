@@ -1,0 +1,33 @@
+# `check` gives the same exit status, stdout and check.json byte for byte whatever the thread count
+# and chunk size: runs CMD (a |-list) once per RUNS entry (a ;-list of |-lists of extra arguments,
+# the first the reference) and compares each run with the first.
+#   cmake -DCMD=... -DRUNS=... -DOUT=dir -P same_output.cmake
+string(REPLACE "|" ";" cmd "${CMD}")
+file(REMOVE_RECURSE "${OUT}")
+set(i 0)
+foreach(run IN LISTS RUNS)
+  string(REPLACE "|" ";" extra "${run}")
+  execute_process(COMMAND ${cmd} ${extra} --out ${OUT}/${i} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  message("---- ${run}: exit ${rc}\n${out}${err}")
+  if(NOT rc MATCHES "^[01]$")
+    message(FATAL_ERROR "exit status ${rc} (expected 0 or 1)")
+  endif()
+  file(READ ${OUT}/${i}/check.json json)
+  if(i EQUAL 0)
+    set(rc0 "${rc}")
+    set(out0 "${out}")
+    set(json0 "${json}")
+  else()
+    if(NOT rc STREQUAL rc0)
+      message(FATAL_ERROR "${run}: exit status ${rc}, the first run's was ${rc0}")
+    endif()
+    if(NOT out STREQUAL out0)
+      message(FATAL_ERROR "${run}: stdout differs from the first run's")
+    endif()
+    if(NOT json STREQUAL json0)
+      message(FATAL_ERROR "${run}: check.json differs from the first run's")
+    endif()
+  endif()
+  math(EXPR i "${i} + 1")
+endforeach()

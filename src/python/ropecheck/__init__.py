@@ -1,0 +1,373 @@
+"""ropecheck: numerical verification of RoPE (rotary position embedding) kernels.
+
+The numerics are the C++ engine's (the `_ropecheck` extension and the `ropecheck` executable);
+this file only moves tensors in and out:
+
+    spec = Spec(head_dim=128, rotary_dim=64, base=10000.0, layout="half")
+    pol = Policy(angle="f32", table="f32", arithmetic="f32", recipe="hf_f32")
+    y = reference(x, positions, spec)          # exact outputs, float64 NumPy
+    r = check(x, y, positions, spec, policy=pol)   # `ropecheck check` on in-memory tensors
+    v = validate(fn, dtypes=["f32", "bf16"], layouts=["half"], head_dims=[64, 128], policy=pol)
+
+validate() runs `ropecheck validate` (RapidCheck lives in the executable, not in this shared
+object) and serves its kernel calls here: the executable sends each call over a pipe, the
+extension runs `fn(x, positions, spec)` on it and sends the result back (serve.cpp).
+"""
+
+import json
+import os
+import subprocess
+import tempfile
+import traceback
+
+import numpy as np
+
+from . import _ropecheck
+from ._ropecheck import Policy, Spec
+
+__all__ = ["Spec", "Policy", "reference", "check", "assert_rope", "validate", "CheckResult",
+           "Failure", "ValidationResult", "executable"]
+
+_DTYPES = ("f64", "f32", "f16", "bf16")
+_LAYOUTS = ("interleaved", "half", "proportional", "mrope", "imrope", "axial")
+_SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3", "freq_factors", "longrope")
+_RAW = {"f64": np.uint64, "f32": np.uint32, "f16": np.uint16, "bf16": np.uint16}
+_NUMPY = {"f64": np.float64, "f32": np.float32, "f16": np.float16}
+
+
+def _torch():
+    import torch  # only the torch paths need it
+    return torch
+
+
+def _is_torch(t):
+    return type(t).__module__.startswith("torch")
+
+
+def _torch_dtypes():
+    torch = _torch()
+    return {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16",
+            torch.bfloat16: "bf16"}
+
+
+def _raw(t, what):
+    """(C-contiguous NumPy array of the elements' bits, dtype name) of a torch / NumPy tensor."""
+    if _is_torch(t):
+        torch = _torch()
+        names = _torch_dtypes()
+        if t.dtype not in names:
+            raise TypeError(f"{what}: dtype {t.dtype} is not float64/float32/float16/bfloat16")
+        d = names[t.dtype]
+        t = t.detach().cpu().contiguous()
+        if d == "bf16":
+            return t.view(torch.int16).numpy().view(np.uint16), d
+        return t.numpy().view(_RAW[d]), d
+    a = np.asarray(t)
+    for d, nt in _NUMPY.items():
+        if a.dtype == nt:
+            return np.ascontiguousarray(a).view(_RAW[d]), d
+    raise TypeError(f"{what}: dtype {a.dtype} is not float64/float32/float16 (bfloat16: pass a "
+                    "torch tensor)")
+
+
+def _as_float64(t):
+    """Exact values as float64 (every f16/bf16/f32 value is a double)."""
+    if _is_torch(t):
+        return t.detach().cpu().to(_torch().float64).numpy()
+    return np.asarray(t, dtype=np.float64)
+
+
+def _positions_np(positions):
+    p = positions.detach().cpu().numpy() if _is_torch(positions) else np.asarray(positions)
+    if p.dtype.kind not in "iu":
+        raise TypeError(f"positions must be integers (int64/int32), got {p.dtype}")
+    return np.ascontiguousarray(p, dtype=np.int64)
+
+
+def executable():
+    """The `ropecheck` executable validate() runs: env ROPECHECK_EXE, else the one recorded at
+    configure / install time."""
+    exe = os.environ.get("ROPECHECK_EXE")
+    if exe:
+        return exe
+    from . import _paths
+    return _paths.EXE
+
+
+# ---- reference -----------------------------------------------------------------------------
+
+def reference(x, positions, spec, digits=None):
+    """The exact rotation of x (values taken exactly), correctly rounded to float64: a NumPy
+    array shaped like x ([tokens, heads, head_dim] or [tokens, head_dim]). With digits=N, nested
+    lists of decimal strings with N significant digits instead.
+
+    positions: [tokens] (every axis at that position) or [tokens, n_axes]."""
+    xv = _as_float64(x)
+    squeeze = xv.ndim == 2
+    if squeeze:
+        xv = xv[:, None, :]
+    if xv.ndim != 3:
+        raise ValueError("reference: x must be [tokens, heads, head_dim] or [tokens, head_dim]")
+    p = _positions_np(positions)
+    if p.ndim == 1:
+        p = p[:, None]
+    out = _ropecheck._reference(np.ascontiguousarray(xv), np.ascontiguousarray(p), spec,
+                                int(digits or 0))
+    if squeeze:
+        out = out[:, 0, :] if not digits else [row[0] for row in out]
+    return out
+
+
+# ---- check ---------------------------------------------------------------------------------
+
+class Failure:
+    """One located failure: token, position (one per axis), head, pair, elements (a, b), kind
+    (exceeds_bound, non_finite_output, passthrough_changed), what (error vs bound) and the line
+    `ropecheck check` prints (message)."""
+
+    def __init__(self, d):
+        self.kind = d["kind"]
+        self.batch = d["batch"] if d["batch"] >= 0 else None
+        self.token = d["token"]
+        self.position = d["position"][0] if len(d["position"]) == 1 else tuple(d["position"])
+        self.head = d["head"]
+        self.pair = d["pair"] if d["pair"] >= 0 else None
+        self.elements = tuple(d["elements"]) if d["pair"] >= 0 else None
+        self.what = d["what"]
+        self.message = d["message"]
+
+    def __repr__(self):
+        return f"Failure({self.message!r})"
+
+    def __str__(self):
+        return self.message
+
+
+class CheckResult:
+    """What check() found: passed, max_error_u (max per-pair error in units of the dtype's unit
+    roundoff), max_utilization (max error / derived bound), failures (the first located ones),
+    n_failures, vectors / checked / skipped_nonfinite, and where each maximum is."""
+
+    def __init__(self, d, spec, policy, dtype):
+        self.passed = d["passed"]
+        self.max_error_u = d["max_error_u"]
+        self.max_utilization = d["max_utilization"]
+        self.failures = [Failure(f) for f in d["failures"]]
+        self.n_failures = d["n_failures"]
+        self.vectors = d["vectors"]
+        self.checked = d["checked"]
+        self.skipped_nonfinite = d["skipped_nonfinite"]
+        self.max_error_at = (d["max_error_at"] or {}).get("text")
+        self.max_utilization_at = (d["max_utilization_at"] or {}).get("text")
+        self.spec, self.policy, self.dtype = spec, policy, dtype
+
+    def __bool__(self):
+        return self.passed
+
+    def __str__(self):
+        lines = [f"ropecheck check: {'PASS' if self.passed else 'FAIL'}: {self.checked} of "
+                 f"{self.vectors} vectors checked ({self.dtype}), {self.n_failures} failure(s)",
+                 f"  spec {self.spec!r}", f"  declared {self.policy!r}",
+                 f"  max err [u]   {self.max_error_u:.4g} at {self.max_error_at}",
+                 f"  max err/bound {self.max_utilization:.4g} at {self.max_utilization_at}"]
+        lines += [f.message for f in self.failures]
+        if self.n_failures > len(self.failures):
+            lines.append(f"... {self.n_failures - len(self.failures)} more failure(s)")
+        if self.skipped_nonfinite:
+            lines.append(f"note: {self.skipped_nonfinite} vector(s) with non-finite input not "
+                         "checked")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def check(x, y, positions, spec, policy=None, threads=None, max_failures=10,
+          tensor_layout=None):
+    """`ropecheck check` on in-memory tensors: y (the kernel's output for x) against the exact
+    rotation, within the per-pair bound derived from the DECLARED policy (default: HF's f32
+    recipe). x, y: NumPy or torch tensors, same dtype (f64/f32/f16, bf16 from torch) and shape,
+    [tokens, heads, head_dim] (tensor_layout thd; td for 2-D, bhtd for 4-D unless given).
+    positions: int [tokens] or [batch, tokens], or per axis [tokens, n_axes]. threads: default
+    every core; the result does not depend on it."""
+    policy = policy if policy is not None else Policy()
+    xr, dx = _raw(x, "x")
+    yr, dy = _raw(y, "y")
+    if dx != dy or xr.shape != yr.shape:
+        raise ValueError(f"check: x is {dx} {list(xr.shape)}, y is {dy} {list(yr.shape)}: they "
+                         "must have the same dtype and shape")
+    tl = tensor_layout or {2: "td", 3: "thd", 4: "bhtd"}.get(xr.ndim)
+    if tl is None:
+        raise ValueError(f"check: x has rank {xr.ndim}; give tensor_layout (td/thd/bhtd/bthd)")
+    p = _positions_np(positions)
+    if p.ndim == 2 and spec.n_axes > 1 and p.shape[1] == spec.n_axes:
+        p = np.ascontiguousarray(p.T)  # the scan reads positions axis-major, as HF's
+    d = _ropecheck._check(xr, yr, dx, list(xr.shape), p, spec, policy, int(threads or 0),
+                          int(max_failures), tl)
+    return CheckResult(d, spec, policy, dx)
+
+
+def assert_rope(x, y, positions, spec, policy=None, **kw):
+    """check(), raising AssertionError with the located failures when it does not pass."""
+    r = check(x, y, positions, spec, policy=policy, **kw)
+    if not r.passed:
+        raise AssertionError(str(r))
+    return r
+
+
+# ---- validate ------------------------------------------------------------------------------
+
+def _torch_view(raw, dtype):
+    """A torch tensor sharing raw's memory (so writes into x reach the worker's input guard)."""
+    torch = _torch()
+    if dtype == "bf16":
+        return torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(raw.view(_NUMPY[dtype]))
+
+
+def _describe_call(x, positions, spec):
+    pos = positions.flatten().tolist()
+    shown = ",".join(str(v) for v in pos[:8]) + (",..." if len(pos) > 8 else "")
+    return (f"fn(x={x.dtype} {list(x.shape)}, positions=[{shown}], spec={spec!r})")
+
+
+def _kernel_call(fn, in_place):
+    """The callable serve.cpp invokes per kernel call: (y raw bits, None) or (None, why)."""
+    torch = _torch()
+
+    def call(x_raw, dtype, positions, spec):
+        x = _torch_view(x_raw, dtype)
+        pos = torch.from_numpy(positions)
+        try:
+            y = fn(x, pos, spec)
+        except Exception as e:  # the kernel's own exception: a failure of this call
+            tb = traceback.extract_tb(e.__traceback__)[-1]
+            return None, (f"{_describe_call(x, pos, spec)} raised {type(e).__name__}: {e} "
+                          f"({os.path.basename(tb.filename)}:{tb.lineno} in {tb.name})")
+        if y is None and in_place:
+            y = x
+        if not isinstance(y, torch.Tensor):
+            return None, (f"{_describe_call(x, pos, spec)} returned {type(y).__name__}, "
+                          "expected a torch.Tensor")
+        if y.dtype != x.dtype or tuple(y.shape) != tuple(x.shape):
+            return None, (f"{_describe_call(x, pos, spec)} returned {y.dtype} "
+                          f"{list(y.shape)}, expected {x.dtype} {list(x.shape)}")
+        y = y.detach().cpu().contiguous()
+        if dtype == "bf16":
+            return y.view(torch.int16).numpy().view(np.uint16), None
+        return y.numpy().view(_RAW[dtype]), None
+
+    return call
+
+
+def _mask(names, allowed, what):
+    m = 0
+    for n in names:
+        if n not in allowed:
+            raise ValueError(f"{what}: '{n}' is not one of {', '.join(allowed)}")
+        m |= 1 << allowed.index(n)
+    return m
+
+
+class ValidationResult:
+    """What validate() found: passed, returncode, text (the coverage/verdict table `ropecheck
+    validate` prints; str(v)), json (its validation.json), replay (Python calls that rerun each
+    failed check), stderr."""
+
+    def __init__(self, returncode, text, data, stderr, replay):
+        self.returncode = returncode
+        self.passed = returncode == 0
+        self.text = text
+        self.json = data
+        self.stderr = stderr
+        self.replay = replay
+        self.classification = (data or {}).get("classification")
+
+    def __bool__(self):
+        return self.passed
+
+    def __str__(self):
+        if self.passed or not self.replay:
+            return self.text
+        return (self.text.rstrip("\n") + "\n\nreplay in Python:\n" +
+                "\n".join("  " + r for r in self.replay) + "\n")
+
+    __repr__ = __str__
+
+
+def _replay(data, kw):
+    """One rc.validate call per failed check: the same domain, seed and budget, one property."""
+    out = []
+    for c in (data or {}).get("configurations", []):
+        cells = dict(c.get("properties", {}), Differential=c.get("differential", {}))
+        for name in [n for n, cell in cells.items() if "replay" in cell]:
+            args = dict(kw, dtypes=[c["dtype"]], layouts=[c["layout"]], properties=[name])
+            out.append("rc.validate(fn, " + ", ".join(f"{k}={v!r}" for k, v in args.items()) +
+                       ")")
+    return out
+
+
+def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy=None,
+             budget="quick", seed=1, in_place=False, magnitude_scale=False, scalings=(),
+             min_position=0, max_position=0, layouts_bitwise_symmetric=False, properties=None,
+             timeout=10.0, name=None):
+    """Every property of the C++ suite, with `ropecheck validate`'s definitions, bounds and
+    coverage rules, on the Python kernel fn(x, positions, spec) -> y.
+
+    x: CPU torch tensor [tokens, heads, head_dim] of the dtype under test; positions: int64
+    [tokens] (or [tokens, n_axes]); spec: a Spec. The declared domain is a plain PyTorch RoPE
+    function's unless told otherwise: out-of-place (in_place=True: fn may rotate x in place and
+    return it or None), scale 1 (magnitude_scale=True: spec.scale may differ), no scaling variant
+    (scalings=["linear", ...]), any int64 position (min_position/max_position), the head dims
+    given (None: any). policy: a Policy for every dtype, or {dtype: Policy}."""
+    policy = policy if policy is not None else Policy()
+    policies = policy if isinstance(policy, dict) else {d: policy for d in dtypes}
+    flags = ((0 if in_place else 0x4) | (0x2 if magnitude_scale else 0) |
+             (0x8 if layouts_bitwise_symmetric else 0))
+    desc = {"name": name or getattr(fn, "__name__", "fn"),
+            "dtypes": _mask(dtypes, _DTYPES, "dtypes"),
+            "layouts": _mask(layouts, _LAYOUTS, "layouts"),
+            "scalings": _mask(scalings, _SCALINGS, "scalings"),
+            "head_dims": list(head_dims or []), "policies": policies, "flags": flags,
+            "min_position": int(min_position), "max_position": int(max_position)}
+    with tempfile.TemporaryDirectory(prefix="ropecheck-") as tmp:
+        jpath = os.path.join(tmp, "validation.json")
+        req_r, req_w = os.pipe()  # requests: ropecheck -> here
+        rep_r, rep_w = os.pipe()  # replies: here -> ropecheck
+        args = [executable(), "validate", "--worker-fds", f"{rep_r},{req_w}",
+                "--dtypes", ",".join(dtypes), "--layouts", ",".join(layouts),
+                "--budget", budget, "--seed", str(seed), "--timeout", str(timeout),
+                "--json", jpath]
+        if properties:
+            args += ["--properties", ",".join(properties)]
+        # Files, not pipes: nobody reads a pipe while this thread serves kernel calls.
+        with open(os.path.join(tmp, "out"), "w+") as out, \
+                open(os.path.join(tmp, "err"), "w+") as err:
+            try:
+                proc = subprocess.Popen(args, stdout=out, stderr=err, pass_fds=(rep_r, req_w))
+            finally:
+                os.close(rep_r)
+                os.close(req_w)
+            serve_error = None
+            try:
+                _ropecheck._serve(req_r, rep_w, _kernel_call(fn, in_place), desc)
+            except RuntimeError as e:
+                serve_error = str(e)
+            finally:
+                os.close(req_r)
+                os.close(rep_w)
+            code = proc.wait()
+            out.seek(0)
+            err.seek(0)
+            text, stderr = out.read(), err.read()
+        data = None
+        if os.path.exists(jpath):
+            with open(jpath) as f:
+                data = json.load(f)
+    if code == 2:
+        raise ValueError(f"ropecheck validate refused the call: {stderr.strip()}")
+    if serve_error and code == 0:
+        code = 1
+        text += f"\nworker: {serve_error}\n"
+    kw = {"head_dims": list(head_dims) if head_dims else None, "policy": policy,
+          "budget": budget, "seed": seed}
+    return ValidationResult(code, text, data, stderr, _replay(data, kw))

@@ -1,0 +1,226 @@
+// Spec (RopeSpec) and Policy for Python. Keyword names follow `ropecheck check`'s spec keys, so a
+// spec reads the same in a safetensors __metadata__, a --spec JSON and Python.
+#include <pybind11/stl.h>
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+
+#include "binding.hpp"
+#include "ropecheck/hf_config.hpp"
+
+namespace ropecheck::python {
+
+namespace {
+
+template <class T>
+T parse_or_throw(const std::optional<T>& v, const std::string& what, const std::string& text) {
+  if (!v) throw py::value_error(what + ": unknown value '" + text + "'");
+  return *v;
+}
+
+// Each scaling parameter by name: how to set it from a Python value, how to read it back.
+struct ScalingField {
+  std::function<void(Scaling&, const py::handle&)> set;
+  std::function<py::object(const Scaling&)> get;
+};
+
+template <class T>
+ScalingField field(T Scaling::*member) {
+  return {[member](Scaling& s, const py::handle& v) { s.*member = v.cast<T>(); },
+          [member](const Scaling& s) { return py::cast(s.*member); }};
+}
+
+// data table
+const std::map<std::string, ScalingField>& scaling_fields() {
+  static const std::map<std::string, ScalingField> f = {
+      {"factor", field(&Scaling::factor)},
+      {"original_max_position_embeddings", field(&Scaling::original_max_position_embeddings)},
+      {"max_position_embeddings", field(&Scaling::max_position_embeddings)},
+      {"seq_len", field(&Scaling::seq_len)},
+      {"beta_fast", field(&Scaling::beta_fast)},
+      {"beta_slow", field(&Scaling::beta_slow)},
+      {"truncate", field(&Scaling::truncate)},
+      {"mscale", field(&Scaling::mscale)},
+      {"mscale_all_dim", field(&Scaling::mscale_all_dim)},
+      {"attention_factor", field(&Scaling::attention_factor)},
+      {"low_freq_factor", field(&Scaling::low_freq_factor)},
+      {"high_freq_factor", field(&Scaling::high_freq_factor)},
+      {"short_factor", field(&Scaling::short_factor)},
+      {"long_factor", field(&Scaling::long_factor)},
+      {"freq_factors", field(&Scaling::freq_factors)},
+  };
+  return f;
+}
+
+// scaling: None, a kind name, or a dict {"kind" (or "rope_type"/"type"): ..., parameters...};
+// params: further parameters given as keyword arguments of Spec().
+Scaling scaling_arg(const py::object& scaling, const py::dict& params) {
+  Scaling s;
+  py::dict all;
+  if (py::isinstance<py::dict>(scaling)) {
+    for (auto kv : scaling.cast<py::dict>()) all[kv.first] = kv.second;
+  } else if (!scaling.is_none()) {
+    all["kind"] = scaling;
+  }
+  for (auto kv : params) all[kv.first] = kv.second;
+  for (auto kv : all) {
+    const auto key = kv.first.cast<std::string>();
+    if (key == "kind" || key == "rope_type" || key == "type") {
+      const auto k = kv.second.cast<std::string>();
+      s.kind = parse_or_throw(parse_scaling_kind(k), "scaling", k);
+      continue;
+    }
+    const auto it = scaling_fields().find(key);
+    if (it == scaling_fields().end())
+      throw py::type_error("Spec: unknown argument or scaling parameter '" + key + "'");
+    it->second.set(s, kv.second);
+  }
+  return s;
+}
+
+RopeSpec make_spec(std::int64_t head_dim, std::int64_t rotary_dim, double base,
+                   const std::string& layout, double scale,
+                   const std::vector<std::int64_t>& sections, const py::object& scaling,
+                   const py::kwargs& params) {
+  RopeSpec s;
+  s.head_dim = head_dim;
+  s.rotary_dim = rotary_dim;
+  s.base = base;
+  s.layout = parse_or_throw(parse_layout(layout), "layout", layout);
+  s.scale = scale;
+  s.sections = sections;
+  s.scaling = scaling_arg(scaling, params);
+  try {
+    return s.normalized();
+  } catch (const SpecError& e) {
+    throw py::value_error(e.what());
+  }
+}
+
+// A path (str / os.PathLike) or a dict (the parsed config.json).
+RopeSpec spec_from_hf(const py::object& config, std::int64_t seq_len) {
+  HfConfigOptions o;
+  o.seq_len = seq_len;
+  try {
+    if (py::isinstance<py::dict>(config)) {
+      const auto text = py::module_::import("json").attr("dumps")(config).cast<std::string>();
+      return spec_from_hf_config(nlohmann::json::parse(text), o);
+    }
+    return read_hf_config(py::str(py::module_::import("os").attr("fspath")(config)), o);
+  } catch (const SpecError& e) {
+    throw py::value_error(e.what());
+  }
+}
+
+Policy make_policy(const std::string& angle, const std::string& table,
+                   const std::string& arithmetic, const std::string& recipe, bool fused,
+                   double trig_error) {
+  if (!(trig_error >= 0)) throw py::value_error("Policy: trig_error must be >= 0");
+  Policy p{dtype_arg(angle, "angle"),
+           dtype_arg(table, "table"),
+           dtype_arg(arithmetic, "arithmetic"),
+           AngleRecipe::hf_f32,
+           false,
+           "",
+           2.0};
+  p.recipe = parse_or_throw(parse_angle_recipe(recipe), "recipe", recipe);
+  p.fused = fused;
+  p.trig_error = trig_error;
+  return p;
+}
+
+void bind_spec_scaling(py::class_<RopeSpec>& c) {
+  c.def_property_readonly("scaling", [](const RopeSpec& s) { return name(s.scaling.kind); });
+  for (const auto& [key, f] : scaling_fields()) {
+    const auto get = f.get;
+    c.def_property_readonly(key.c_str(), [get](const RopeSpec& s) { return get(s.scaling); });
+  }
+}
+
+}  // namespace
+
+Dtype dtype_arg(const std::string& s, const char* what) {
+  const auto d = parse_dtype(s);
+  if (!d)
+    throw py::value_error(std::string(what) + " must be f64, f32, f16 or bf16 (got '" + s + "')");
+  return *d;
+}
+
+RopeSpec spec_from_c(const ropecheck_spec& c) {
+  RopeSpec s;
+  s.head_dim = c.head_dim;
+  s.rotary_dim = c.rotary_dim;
+  s.base = c.base;
+  s.layout = static_cast<Layout>(c.layout);
+  s.scale = c.scale;
+  const ropecheck_scaling& cs = c.scaling;
+  Scaling& sc = s.scaling;
+  sc.kind = static_cast<ScalingKind>(cs.kind);
+  sc.truncate = cs.truncate != 0;
+  sc.factor = cs.factor;
+  sc.original_max_position_embeddings = cs.original_max_position_embeddings;
+  sc.max_position_embeddings = cs.max_position_embeddings;
+  sc.seq_len = cs.seq_len;
+  sc.beta_fast = cs.beta_fast;
+  sc.beta_slow = cs.beta_slow;
+  sc.mscale = cs.mscale;
+  sc.mscale_all_dim = cs.mscale_all_dim;
+  if (cs.has_attention_factor) sc.attention_factor = cs.attention_factor;
+  sc.low_freq_factor = cs.low_freq_factor;
+  sc.high_freq_factor = cs.high_freq_factor;
+  const auto arr = [](const auto* p, std::int64_t n) {
+    return p && n > 0
+               ? std::vector<std::remove_const_t<std::remove_pointer_t<decltype(p)>>>(p, p + n)
+               : std::vector<std::remove_const_t<std::remove_pointer_t<decltype(p)>>>();
+  };
+  sc.short_factor = arr(cs.short_factor, cs.n_short_factor);
+  sc.long_factor = arr(cs.long_factor, cs.n_long_factor);
+  sc.freq_factors = arr(cs.freq_factors, cs.n_freq_factors);
+  s.sections = arr(c.sections, c.n_sections);
+  return s;
+}
+
+void bind_spec(py::module_& m) {
+  py::class_<RopeSpec> c(m, "Spec",
+                         "A RoPE configuration (the C++ RopeSpec): head_dim, rotary_dim, base, "
+                         "layout, scale, sections and the scaling variant with its parameters.");
+  c.def(py::init(&make_spec), py::arg("head_dim"), py::arg("rotary_dim") = 0,
+        py::arg("base") = 10000.0, py::arg("layout") = "half", py::arg("scale") = 1.0,
+        py::arg("sections") = std::vector<std::int64_t>{}, py::arg("scaling") = py::none())
+      .def_static("from_hf_config", &spec_from_hf, py::arg("config"), py::arg("seq_len") = 0,
+                  "Spec of a Hugging Face config.json (a path or the parsed dict)")
+      .def_readonly("head_dim", &RopeSpec::head_dim)
+      .def_readonly("rotary_dim", &RopeSpec::rotary_dim)
+      .def_readonly("base", &RopeSpec::base)
+      .def_readonly("scale", &RopeSpec::scale)
+      .def_readonly("sections", &RopeSpec::sections)
+      .def_property_readonly("layout", [](const RopeSpec& s) { return name(s.layout); })
+      .def_property_readonly("n_axes", &RopeSpec::n_axes)
+      .def_property_readonly("n_pairs", &RopeSpec::n_pairs)
+      .def("__eq__", [](const RopeSpec& a, const RopeSpec& b) { return a == b; })
+      .def("__repr__", [](const RopeSpec& s) { return "Spec(" + describe(s) + ")"; });
+  bind_spec_scaling(c);
+
+  py::class_<Policy>(m, "Policy",
+                     "A kernel's declared precision policy: what the error bounds derive from.")
+      .def(py::init(&make_policy), py::arg("angle") = "f32", py::arg("table") = "f32",
+           py::arg("arithmetic") = "f32", py::arg("recipe") = "hf_f32", py::arg("fused") = false,
+           py::arg("trig_error") = 2.0)
+      .def_property_readonly("angle", [](const Policy& p) { return name(p.angle); })
+      .def_property_readonly("table", [](const Policy& p) { return name(p.table); })
+      .def_property_readonly("arithmetic", [](const Policy& p) { return name(p.arithmetic); })
+      .def_property_readonly("recipe", [](const Policy& p) { return name(p.recipe); })
+      .def_readonly("fused", &Policy::fused)
+      .def_readonly("trig_error", &Policy::trig_error)
+      .def("__repr__", [](const Policy& p) {
+        // Python that rebuilds it: validate()'s replay lines print it.
+        return "Policy(angle='" + std::string(name(p.angle)) + "', table='" + name(p.table) +
+               "', arithmetic='" + name(p.arithmetic) + "', recipe='" + name(p.recipe) +
+               "', fused=" + (p.fused ? "True" : "False") +
+               ", trig_error=" + py::repr(py::float_(p.trig_error)).cast<std::string>() + ")";
+      });
+}
+
+}  // namespace ropecheck::python

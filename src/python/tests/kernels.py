@@ -1,0 +1,123 @@
+"""PyTorch RoPE kernels for the tests: correct ones (HF rotate_half, Meta complex, GPT-J
+interleaved, linear scaling) and broken ones, each with the bug real kernels have had. All
+written the way their models write them, none using ropecheck."""
+
+import torch
+
+
+def inv_freq(spec, exponent_dim=None):
+    """HF / Meta: 1 / base^(arange(0, rd, 2) / rd) in f32 (exponent_dim: the head_dim bug)."""
+    rd = spec.rotary_dim
+    d = exponent_dim or rd
+    inv = 1.0 / (spec.base ** (torch.arange(0, rd, 2, dtype=torch.int64).float() / d))
+    if spec.scaling == "linear":
+        inv = inv / spec.factor
+    return inv
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def cos_sin(angles):
+    """cos/sin of f32 angles, rounded to f32 from f64. Why not angles.cos(): torch's f32 sin/cos
+    on CPU is not batch-invariant (SIMD SLEEF for full vectors, scalar libm for the tail, which
+    differ in the last bit), so a token's result depends on its neighbours and
+    TokensAreIndependent (bitwise) fails; the f64 results rounded to f32 agree but for ties."""
+    a = angles.double()
+    return a.cos().float(), a.sin().float()
+
+
+def hf_cos_sin(positions, spec, exponent_dim=None, offset=0):
+    freqs = (positions + offset).float()[:, None] * inv_freq(spec, exponent_dim)[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return cos_sin(emb)
+
+
+def hf_rope(x, positions, spec, sin_sign=1.0, table=None, exponent_dim=None, offset=0):
+    """transformers' apply_rotary_pos_emb with partial rotary (x[..., :rd] rotated)."""
+    rd = spec.rotary_dim
+    cos, sin = hf_cos_sin(positions, spec, exponent_dim, offset)
+    if table is not None:  # a cos/sin cache kept in another precision
+        cos, sin = cos.to(table).float(), sin.to(table).float()
+    cos, sin = cos.to(x.dtype)[:, None, :], sin.to(x.dtype)[:, None, :]
+    xr, xp = x[..., :rd], x[..., rd:]
+    y = xr * cos + rotate_half(xr) * (sin_sign * sin)
+    return torch.cat((y, xp), dim=-1)
+
+
+def meta_rope(x, positions, spec):
+    """Llama's reference: freqs_cis = torch.polar(1, m * theta), view_as_complex (interleaved)."""
+    rd = spec.rotary_dim
+    freqs = 1.0 / (spec.base ** (torch.arange(0, rd, 2)[: rd // 2].float() / rd))
+    freqs = torch.outer(positions.float(), freqs)
+    cos, sin = cos_sin(freqs)
+    freqs_cis = torch.complex(cos, sin)  # torch.polar(1, freqs), batch-invariant (cos_sin)
+    xr = x[..., :rd].float().reshape(*x.shape[:-1], -1, 2)
+    out = torch.view_as_real(torch.view_as_complex(xr.contiguous()) * freqs_cis[:, None, :])
+    return torch.cat((out.flatten(-2).type_as(x), x[..., rd:]), dim=-1)
+
+
+def rotate_every_two(x):
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+def gptj_rope(x, positions, spec):
+    """GPT-J: sinusoid einsum, duplicate_interleave, rotate_every_two (stack + flatten)."""
+    rd = spec.rotary_dim
+    sinusoid = torch.einsum("i,j->ij", positions.float(), inv_freq(spec))
+    cos, sin = cos_sin(sinusoid)
+    sin = torch.repeat_interleave(sin, 2, dim=-1)[:, None, :].to(x.dtype)
+    cos = torch.repeat_interleave(cos, 2, dim=-1)[:, None, :].to(x.dtype)
+    xr = x[..., :rd]
+    return torch.cat((xr * cos + rotate_every_two(xr) * sin, x[..., rd:]), dim=-1)
+
+
+# ---- broken ----------------------------------------------------------------------------------
+
+def sin_sign_flipped(x, positions, spec):
+    return hf_rope(x, positions, spec, sin_sign=-1.0)
+
+
+def positions_off_by_one(x, positions, spec):
+    return hf_rope(x, positions, spec, offset=1)
+
+
+def bf16_table(x, positions, spec):
+    return hf_rope(x, positions, spec, table=torch.bfloat16)
+
+
+def exponent_over_head_dim(x, positions, spec):
+    return hf_rope(x, positions, spec, exponent_dim=spec.head_dim)
+
+
+def half_pairing_interleaved(x, positions, spec):
+    """Declared interleaved, pairs (i, i + rd/2) as rotate_half does."""
+    return hf_rope(x, positions, spec)
+
+
+def in_place_aliasing(x, positions, spec):
+    """Writes the first half into x, then reads the overwritten half for the second."""
+    rd, h = spec.rotary_dim, spec.rotary_dim // 2
+    cos, sin = hf_cos_sin(positions, spec)
+    cos, sin = cos.to(x.dtype)[:, None, :h], sin.to(x.dtype)[:, None, :h]
+    x1, x2 = x[..., :h], x[..., h:rd]
+    x[..., :h] = x1 * cos - x2 * sin
+    x[..., h:rd] = x2 * cos + x1 * sin  # x1 is already rotated
+    return x
+
+
+def raises(x, positions, spec):
+    raise ValueError("kernel exploded")
+
+
+def wrong_dtype(x, positions, spec):
+    return hf_rope(x.double(), positions, spec)
+
+
+def nan_output(x, positions, spec):
+    y = hf_rope(x, positions, spec)
+    y[..., 0] = float("nan")
+    return y

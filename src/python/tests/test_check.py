@@ -1,0 +1,67 @@
+"""rc.check / rc.assert_rope on in-memory tensors: the engine of `ropecheck check`."""
+import numpy as np
+import pytest
+import torch
+
+import kernels
+import ropecheck as rc
+
+SPEC = rc.Spec(head_dim=64, rotary_dim=64, layout="half")
+F32 = rc.Policy(angle="f32", table="f32", arithmetic="f32", recipe="hf_f32")
+BF16 = rc.Policy(angle="f32", table="bf16", arithmetic="bf16", recipe="hf_f32")
+
+
+def data(dtype, tokens=64, heads=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(tokens, heads, SPEC.head_dim, generator=g).to(dtype)
+    pos = torch.randint(0, 1 << 16, (tokens,), generator=g)
+    return x, pos
+
+
+@pytest.mark.parametrize("dtype,policy", [(torch.float32, F32), (torch.bfloat16, BF16),
+                                          (torch.float16, rc.Policy(table="f16",
+                                                                    arithmetic="f16"))])
+def test_correct_forward_passes(dtype, policy):
+    x, pos = data(dtype)
+    r = rc.check(x, kernels.hf_rope(x, pos, SPEC), pos, SPEC, policy=policy)
+    assert r.passed, str(r)
+    assert r.vectors == 64 * 4 and r.failures == [] and 0 < r.max_utilization <= 1
+
+
+def test_numpy_inputs_and_threads_do_not_change_the_result():
+    x, pos = data(torch.float32)
+    y = kernels.hf_rope(x, pos, SPEC)
+    a = rc.check(x.numpy(), y.numpy(), pos.numpy(), SPEC, policy=F32, threads=1)
+    b = rc.check(x, y, pos, SPEC, policy=F32, threads=3)
+    assert (a.max_error_u, a.max_utilization, a.max_error_at) == \
+        (b.max_error_u, b.max_utilization, b.max_error_at)
+
+
+def test_broken_forward_is_located():
+    x, pos = data(torch.float32)
+    y = kernels.sin_sign_flipped(x, pos, SPEC)
+    r = rc.check(x, y, pos, SPEC, policy=F32, max_failures=3)
+    assert not r.passed and r.n_failures > 0 and len(r.failures) == 3
+    f = r.failures[0]
+    assert f.kind == "exceeds_bound" and f.token == 0 and f.head == 0
+    assert f.position == int(pos[0]) and f.pair is not None
+    assert f.elements == (f.pair, f.pair + 32)
+    with pytest.raises(AssertionError, match=r"FAIL x -> y token 0 \(position"):
+        rc.assert_rope(x, y, pos, SPEC, policy=F32)
+
+
+def test_table_precision_is_judged_against_the_declaration():
+    x, pos = data(torch.float32)
+    y = kernels.bf16_table(x, pos, SPEC)
+    assert not rc.check(x, y, pos, SPEC, policy=F32).passed
+    assert rc.check(x, y, pos, SPEC, policy=rc.Policy(table="bf16")).passed
+
+
+def test_bad_input_is_a_clear_error():
+    x, pos = data(torch.float32)
+    with pytest.raises(ValueError, match="same dtype and shape"):
+        rc.check(x, x.double(), pos, SPEC)
+    with pytest.raises(ValueError, match="positions must have shape"):
+        rc.check(x, x, pos[:3], SPEC)
+    with pytest.raises(TypeError):
+        rc.check(x.numpy().astype(np.int32), x.numpy(), pos, SPEC)
