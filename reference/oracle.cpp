@@ -42,6 +42,8 @@
 //    two (taken on both sides, conservatively).
 #include "ropecheck/reference/oracle.hpp"
 
+#include "ropecheck/reference/double_double.hpp"
+
 #include <mpfr.h>
 
 #include <array>
@@ -63,48 +65,13 @@ namespace ropecheck::reference {
 
 namespace {
 
-// ---- double-double building blocks (round-to-nearest, no overflow)
-// -------------------------------
-struct DD {
-  double hi = 0, lo = 0;
-};
-
-[[gnu::always_inline]] inline DD two_sum(double a, double b) {
-  const double s = a + b;
-  const double bb = s - a;
-  return {s, (a - (s - bb)) + (b - bb)};
-}
-[[gnu::always_inline]] inline DD fast_two_sum(double a, double b) {  // |a| >= |b| or a == 0
-  const double s = a + b;
-  return {s, b - (s - a)};
-}
-// The exact product by a fused multiply-add: a hardware instruction where the build targets FMA,
-// else glibc's fma(), exact everywhere (it dispatches to the instruction on CPUs that have it).
-// Exact when the error term does not underflow: |a b| >= 2^-969 (inputs are kept in [2^-900,
-// 2^900] by the fast path's range check).
-[[gnu::always_inline]] inline DD two_prod(double a, double b) {
-  const double p = a * b;
-  return {p, std::fma(a, b, -p)};
-}
-[[gnu::always_inline]] inline DD add(DD a, DD b) {  // accurate dd + dd (3u^2)
-  DD s = two_sum(a.hi, b.hi);
-  const DD t = two_sum(a.lo, b.lo);
-  s.lo += t.hi;
-  s = fast_two_sum(s.hi, s.lo);
-  s.lo += t.lo;
-  return fast_two_sum(s.hi, s.lo);
-}
-[[gnu::always_inline]] inline DD neg(DD a) { return {-a.hi, -a.lo}; }
-[[gnu::always_inline]] inline DD mul(DD a, DD b) {  // dd * dd (5u^2)
-  DD p = two_prod(a.hi, b.hi);
-  p.lo += a.hi * b.lo + a.lo * b.hi;
-  return fast_two_sum(p.hi, p.lo);
-}
-[[gnu::always_inline]] inline DD mul(DD a, double b) {  // dd * double (2u^2)
-  DD p = two_prod(a.hi, b);
-  p.lo += a.lo * b;
-  return fast_two_sum(p.hi, p.lo);
-}
+using dd::add;
+using dd::DD;
+using dd::fast_two_sum;
+using dd::mul;
+using dd::neg;
+using dd::two_prod;
+using dd::two_sum;
 
 constexpr int kTableBits = 10;  // K: table of 2^K + 1 angles 2 pi j / 2^K
 constexpr double kTrigError = 0x1p-100;

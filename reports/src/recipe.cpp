@@ -1,5 +1,7 @@
 #include "recipe.hpp"
 
+#include "ropecheck/reference/double_double.hpp"
+
 #include <mpfr.h>
 
 #include <cmath>
@@ -166,29 +168,12 @@ ref::MpVector rotate(const RopeSpec& spec, const Trig& t, const std::vector<doub
 // an input outside [2^-400, 2^400], or a failed test: the MP expression in scratch.
 namespace {
 
-struct DD {
-  double hi = 0, lo = 0;
-};
-DD two_sum(double a, double b) {
-  const double s = a + b, bb = s - a;
-  return {s, (a - (s - bb)) + (b - bb)};
-}
-DD fast_two_sum(double a, double b) {
-  const double s = a + b;
-  return {s, b - (s - a)};
-}
-DD mul(const DD& x, double y) {  // <= 2u^2 relative
-  const double p = x.hi * y;
-  const double e = std::fma(x.hi, y, -p) + x.lo * y;
-  return fast_two_sum(p, e);
-}
-DD add(const DD& a, const DD& b) {  // accurate dd + dd: <= 3u^2 relative
-  DD s = two_sum(a.hi, b.hi);
-  const DD t = two_sum(a.lo, b.lo);
-  s = fast_two_sum(s.hi, s.lo + t.hi);
-  return fast_two_sum(s.hi, s.lo + t.lo);
-}
-DD neg(const DD& a) { return {-a.hi, -a.lo}; }
+using reference::dd::add;
+using reference::dd::DD;
+using reference::dd::fast_two_sum;
+using reference::dd::mul;
+using reference::dd::neg;
+using reference::dd::two_sum;
 
 // Far enough from under- and overflow that every dd error term below stays a normal number.
 constexpr double kTiny = 0x1p-400, kHuge = 0x1p400;
