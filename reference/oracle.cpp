@@ -343,6 +343,27 @@ void Oracle::at(const std::vector<std::int64_t>& positions, Rotation& r) const {
              {r.c_hi_.data(), r.c_lo_.data(), r.s_hi_.data(), r.s_lo_.data(), r.err_.data()});
 }
 
+namespace {
+ROPECHECK_FMA_CLONES
+void sincos_at(const std::array<std::uint64_t, 3>& phi, std::int64_t m, DD& c, DD& s) {
+  sincos_turns(reduce(phi, m), c, s);
+}
+}  // namespace
+
+bool Oracle::sincos(std::int64_t pair, std::int64_t m, double c[2], double s[2]) const {
+  static_assert(kSinCosError == kTrigError);
+  const Impl& im = *impl_;
+  if (im.mode != OracleMode::fast || std::fabs(static_cast<double>(m)) > kMaxAbsPosition)
+    return false;
+  DD cd{1, 0}, sd{0, 0};  // m = 0: exact
+  if (m != 0) sincos_at(im.phi[static_cast<std::size_t>(pair)], m, cd, sd);
+  c[0] = cd.hi;
+  c[1] = cd.lo;
+  s[0] = sd.hi;
+  s[1] = sd.lo;
+  return true;
+}
+
 // ---- Rotation -----------------------------------------------------------------------------------
 
 void Rotation::apply(const double* x, ExactVector& out) const {

@@ -40,17 +40,20 @@ reference::MpVector rotate(const RopeSpec& spec, const Trig& t, const std::vecto
 // What the sweep asks of the recipe-faithful rotation, per pair, as the doubles that
 //   RN(rotate(recipe)_j - apply_cached(exact)_j)   (the angle-only error) and
 //   RN(got_j - rotate(recipe)_j)                   (the kernel's rotation error)
-// give in MP, bit for bit. Per position, the trig is computed in MPFR once (both angles, every
-// recipe); per vector, the two differences are formed in double-double with an error bound that
-// includes the MP path's own roundings, and answered when a rounding test shows every value within
-// the bound rounds to one double (the oracle's scheme, reference/oracle.hpp); otherwise, and for
-// f64 outputs (their error is below double-double's resolution), the MP expressions are evaluated
-// as written above, in reused MPFR scratch. One object per thread and spec (it owns the scratch).
+// give in MP, bit for bit. Per position, the trig is computed in double-double (the exact angle's
+// from reference::Oracle::sincos, the recipe's as that plus the difference of the two angles); per
+// vector, the two differences are formed in double-double with an error bound that includes the
+// MP path's own roundings, and answered when a rounding test shows every value within the bound
+// rounds to one double (the oracle's scheme, reference/oracle.hpp); otherwise, and for f64
+// outputs (their error is below double-double's resolution), the MP expressions are evaluated as
+// written above, in reused MPFR scratch, with the pair's MPFR trig computed on first need at the
+// position. One object per thread and spec (it owns the scratch).
 class RecipeReference {
  public:
   // At the current reference precision; mpfr_only: every answer from the MP expressions (the
-  // report's --oracle mpfr).
-  explicit RecipeReference(const RopeSpec& spec, bool mpfr_only = false);
+  // report's --oracle mpfr). error_scale multiplies every error bound of the fast path: 1 in
+  // every real use; a test sets it below 1 to show that an understated bound is caught.
+  explicit RecipeReference(const RopeSpec& spec, bool mpfr_only = false, double error_scale = 1);
   ~RecipeReference();
   RecipeReference(const RecipeReference&) = delete;
   RecipeReference& operator=(const RecipeReference&) = delete;
@@ -65,6 +68,12 @@ class RecipeReference {
   // `out` (f64 outputs go to MPFR directly).
   void rotation_diff(int r, std::int64_t i, double ga, double gb, Dtype out, double& da,
                      double& db);
+  // RN(got - y) for the exact rotation y of pair i (reference::apply_cached's MP values, as
+  // reference::ExactVector::diff answers it), outputs g_a, g_b (finite), from the pair's MPFR trig
+  // (computed once per position) in exact products and double-double sums with a rounding test;
+  // false when the test cannot decide (then ask the ExactVector). For f64 outputs, whose
+  // differences are below the oracle's double-double resolution. Not counted.
+  bool exact_diff(std::int64_t i, double ga, double gb, double& da, double& db);
   // Pair answers that needed MPFR (per vector question: angle or rotation), and all of them.
   std::int64_t fallbacks() const { return fallbacks_; }
   std::int64_t questions() const { return questions_; }

@@ -57,8 +57,13 @@ void QuantileSketch::add(double v) {
   } else if (v <= 0) {
     key = 0;
   } else {
-    int ex = 0;
-    const double m = std::frexp(v, &ex);  // v = m 2^ex, m in [1/2, 1)
+    // v = m 2^ex, m in [1/2, 1): frexp's answer, read from the bits (v > 0 finite; a subnormal
+    // v, ex < -1021, is below kMinExp whatever its m).
+    const auto bits = std::bit_cast<std::uint64_t>(v);
+    const int biased = static_cast<int>(bits >> 52);
+    const int ex = biased == 0 ? kMinExp - 1 : biased - 1022;
+    const double m =
+        std::bit_cast<double>((bits & 0x000fffffffffffffULL) | (std::uint64_t{1022} << 52));
     if (ex < kMinExp) {
       key = 1;  // below 2^-65: lumped into the lowest bin (its upper edge is still tiny)
     } else if (ex > kMaxExp) {

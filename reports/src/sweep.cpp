@@ -141,7 +141,17 @@ struct VectorRef {
   ref::ExactVector y;
   std::vector<double> yd, yr, yulp;
   std::vector<std::vector<double>> angle_u;  // per recipe slot, per pair
+  std::vector<double> norm;                  // per pair: hypot(x_a, x_b) * magnitude
 };
+
+void fill_norms(VectorRef& v, const RopeSpec& spec, double mag) {
+  const auto& x = *v.x;
+  v.norm.resize(static_cast<std::size_t>(spec.n_pairs()));
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+    const auto [a, b] = spec.pair(i);
+    v.norm[static_cast<std::size_t>(i)] = std::hypot(x[a], x[b]) * mag;
+  }
+}
 
 void fill_exact(VectorRef& v, const RopeSpec& spec, Dtype d) {
   v.yd.resize(spec.head_dim);
@@ -156,26 +166,35 @@ void fill_exact(VectorRef& v, const RopeSpec& spec, Dtype d) {
 
 // Angle-only error per recipe slot and pair: exact rotation by the recipe's angles vs exact.
 void fill_angle_errors(VectorRef& v, const RopeSpec& spec, RecipeReference& rr, int n_slots,
-                       double mag, double u) {
+                       double u) {
   v.angle_u.resize(static_cast<std::size_t>(n_slots));
-  const auto& x = *v.x;
   for (int r = 0; r < n_slots; ++r) {
     auto& au = v.angle_u[static_cast<std::size_t>(r)];
     au.clear();
     for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
-      const auto [a, b] = spec.pair(i);
       double da = 0, db = 0;
       rr.angle_diff(r, i, da, db);
-      au.push_back(pair_error_u(da, db, x[a], x[b], mag, u));
+      au.push_back(verify::pair_error_u_of_norm(da, db, v.norm[static_cast<std::size_t>(i)], u));
     }
   }
 }
 
 // Per-element statistics of one output vector; returns got - exact per element (inf when the
 // output is not finite).
+// f64 outputs: the rotated pairs' differences from RecipeReference::exact_diff (the oracle's
+// double-double cannot resolve them and would recompute the vector in MPFR); the same doubles.
 void add_elements(ErrorStats& st, const RopeSpec& spec, const VectorRef& v,
-                  const std::vector<double>& g, std::vector<double>& diff) {
+                  const std::vector<double>& g, std::vector<double>& diff, Dtype d,
+                  RecipeReference& rr, std::vector<char>& have) {
   diff.resize(static_cast<std::size_t>(spec.head_dim));
+  have.assign(static_cast<std::size_t>(spec.head_dim), 0);
+  if (d == Dtype::f64)
+    for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+      const auto [a, b] = spec.pair(i);
+      if (std::isfinite(g[a]) && std::isfinite(g[b]) &&
+          rr.exact_diff(i, g[a], g[b], diff[a], diff[b]))
+        have[a] = have[b] = 1;
+    }
   const auto& x = *v.x;
   for (std::int64_t j = 0; j < spec.head_dim; ++j) {
     double e_ulp;
@@ -183,7 +202,7 @@ void add_elements(ErrorStats& st, const RopeSpec& spec, const VectorRef& v,
       diff[j] = kInf;
       e_ulp = kInf;
     } else {
-      diff[j] = v.y.diff(j, g[j]);
+      if (!have[j]) diff[j] = v.y.diff(j, g[j]);
       e_ulp = std::fabs(diff[j]) / v.yulp[j];
     }
     st.add_element(e_ulp);
@@ -246,12 +265,12 @@ void offer_worst_pair(ErrorStats& st, const VectorRef& v, const std::vector<doub
 // rotation error (vs the recipe-faithful rotation), and the bound utilization.
 void add_pairs(ErrorStats& st, OctaveStats& oc, const RopeSpec& spec, const VectorRef& v,
                const std::vector<double>& g, const std::vector<double>& diff, RecipeReference& rr,
-               int slot, Dtype d, const std::vector<bounds::PairBound>& bnd, double mag, double u) {
+               int slot, Dtype d, const std::vector<bounds::PairBound>& bnd, double u) {
   const auto& au = v.angle_u[static_cast<std::size_t>(slot)];
-  const auto& x = *v.x;
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const auto [a, b] = spec.pair(i);
-    const double e = pair_error_u(diff[a], diff[b], x[a], x[b], mag, u);
+    const double n = v.norm[static_cast<std::size_t>(i)];
+    const double e = verify::pair_error_u_of_norm(diff[a], diff[b], n, u);
     ++st.n_pairs;
     ++oc.n_pairs;
     st.sum_pair2 += e * e;
@@ -261,13 +280,13 @@ void add_pairs(ErrorStats& st, OctaveStats& oc, const RopeSpec& spec, const Vect
     if (std::isfinite(g[a]) && std::isfinite(g[b])) {
       double ra = 0, rb = 0;
       rr.rotation_diff(slot, i, g[a], g[b], d, ra, rb);
-      er = pair_error_u(ra, rb, x[a], x[b], mag, u);
+      er = verify::pair_error_u_of_norm(ra, rb, n, u);
     }
     st.max_angle_u = std::fmax(st.max_angle_u, au[i]);
     if (er > st.max_rot_u || std::isnan(er)) st.max_rot_u = er;
     st.sum_angle2 += au[i] * au[i];
     st.sum_rot2 += er * er;
-    add_bound(st, e, bnd[i].total_u(std::hypot(x[a], x[b]) * mag));
+    add_bound(st, e, bnd[i].total_u(n));
     offer_worst_pair(st, v, g, a, b, e);
   }
 }
@@ -281,6 +300,7 @@ struct SweepScratch {
   RecipeReference recipe;
   VectorRef vr;
   std::vector<double> diff;
+  std::vector<char> have_diff;  // add_elements: diff[j] answered by RecipeReference::exact_diff
   std::vector<Policy> slot_policy;
   std::vector<int> slot;  // per kernel: its recipe slot
   std::vector<std::vector<bounds::PairBound>> bnd;
@@ -324,15 +344,16 @@ void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const Ro
     rot.apply(in.vectors[v].data(), vr.y);
     W.recipe.set_vector(in.vectors[v].data());
     fill_exact(vr, spec, d);
-    fill_angle_errors(vr, spec, W.recipe, static_cast<int>(W.slot_policy.size()), mag, u);
+    fill_norms(vr, spec, mag);
+    fill_angle_errors(vr, spec, W.recipe, static_cast<int>(W.slot_policy.size()), u);
     for (std::size_t k = 0; k < runs.size(); ++k) {
       if (!runs[k].supported) continue;
       auto& st = R.stats[k];
       ++st.n_vectors;
       const auto& g = runs[k].got[v];
-      add_elements(st, spec, vr, g, W.diff);
+      add_elements(st, spec, vr, g, W.diff, d, W.recipe, W.have_diff);
       add_pairs(st, R.oct[k][static_cast<std::size_t>(octave_of(m))], spec, vr, g, W.diff, W.recipe,
-                W.slot[k], d, W.bnd[k], mag, u);
+                W.slot[k], d, W.bnd[k], u);
     }
   }
 }

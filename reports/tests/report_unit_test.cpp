@@ -380,6 +380,90 @@ TEST(ReportRecipe, RecipeReferenceMatchesTheMpDefinitionsBitForBit) {
   }
 }
 
+// exact_diff (the sweep's f64 outputs) answers RN(got - y) for apply_cached's y, as
+// ExactVector::diff does, bit for bit (it answers false when it cannot decide).
+TEST(ReportRecipe, ExactDiffMatchesTheMpDefinitionBitForBit) {
+  ref::set_precision_bits(161);
+  RopeSpec s;
+  s.head_dim = 32;
+  s.base = 10000;
+  s.layout = Layout::half;
+  for (const RopeSpec& sp : {s.normalized(), [&] {
+                               RopeSpec y = s;
+                               y.scaling = deepseek_v3_yarn_scaling();
+                               return y.normalized();
+                             }()}) {
+    detail::RecipeReference rr(sp);
+    const std::vector<Policy> pols{find_builtin_kernel("scalar")->policy(Dtype::f64)};
+    std::mt19937_64 rng(9);
+    std::normal_distribution<double> nd;
+    int answered = 0;
+    for (std::int64_t m : {1LL, 77LL, 4095LL, 1000003LL}) {
+      rr.set_position(m, pols);
+      std::vector<double> x(32);
+      for (auto& e : x) e = nd(rng);
+      rr.set_vector(x.data());
+      const auto y = ref::apply_cached(sp, ref::Mp(static_cast<long long>(m)), x);
+      for (std::int64_t i = 0; i < sp.n_pairs(); ++i) {
+        const auto [a, b] = sp.pair(i);
+        // f64-like outputs: the exact value rounded, one nudged by an ulp.
+        const double ga = ref::round_to(y[a], Dtype::f64);
+        const double gb = std::nextafter(ref::round_to(y[b], Dtype::f64), 1e300);
+        double da = 0, db = 0;
+        if (!rr.exact_diff(i, ga, gb, da, db)) continue;
+        ++answered;
+        EXPECT_EQ(std::fabs(da), std::fabs(static_cast<double>(ref::exact(ga) - y[a])));
+        EXPECT_EQ(std::fabs(db), std::fabs(static_cast<double>(ref::exact(gb) - y[b])));
+      }
+    }
+    EXPECT_GT(answered, 4 * sp.n_pairs() * 9 / 10) << describe(sp);
+  }
+}
+
+// Every tolerance must be seen to fail on a broken input: the double-double rotation path at its
+// resolution (outputs within an f64 ulp of the recipe rotation, asked as f32 outputs, so that the
+// dd path is taken: the differences are ~2^-54 |x|, their last bit ~2^-107 |x|, below the dd
+// error) with its bound scaled by 2^-20 accepts answers it cannot vouch for and the comparison
+// with MPFR sees them differ; with the stated bound (scale 1) none does.
+TEST(ReportRecipe, UnderstatedBoundIsCaught) {
+  ref::set_precision_bits(161);
+  RopeSpec s;
+  s.head_dim = 64;
+  s.base = 10000;
+  s.layout = Layout::interleaved;
+  s = s.normalized();
+  const std::vector<Policy> pols{find_builtin_kernel("table_f32")->policy(Dtype::f32)};
+  auto mismatches = [&](double scale) {
+    detail::RecipeReference rr(s, false, scale);
+    std::mt19937_64 rng(3);
+    std::normal_distribution<double> nd;
+    int bad = 0;
+    for (std::int64_t m : {3LL, 1234LL, 65537LL, 999999LL}) {
+      rr.set_position(m, pols);
+      for (int v = 0; v < 8; ++v) {
+        std::vector<double> x(64);
+        for (auto& e : x) e = nd(rng);
+        rr.set_vector(x.data());
+        const auto yr = detail::rotate(s, detail::recipe_trig(pols[0], s, m), x);
+        for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+          const auto [a, b] = s.pair(i);
+          const double ga = ref::round_to(yr[a], Dtype::f64);
+          const double gb = ref::round_to(yr[b], Dtype::f64);
+          double ra = 0, rb = 0;
+          rr.rotation_diff(0, i, ga, gb, Dtype::f32, ra, rb);
+          bad += std::fabs(ra) != std::fabs(static_cast<double>(ref::exact(ga) - yr[a]));
+          bad += std::fabs(rb) != std::fabs(static_cast<double>(ref::exact(gb) - yr[b]));
+        }
+      }
+    }
+    return bad;
+  };
+  const int under = mismatches(0x1p-20);
+  std::printf("bound x 2^-20: %d mismatches\n", under);
+  EXPECT_GT(under, 0);
+  EXPECT_EQ(mismatches(1), 0);
+}
+
 TEST(ReportSchema, ValidatorAcceptsAndRejects) {
   const json schema = json::parse(R"({
     "type": "object", "required": ["a", "n"], "additionalProperties": false,

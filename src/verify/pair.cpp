@@ -7,7 +7,10 @@ namespace ropecheck::verify {
 
 double pair_error_u(double diff_a, double diff_b, double x_a, double x_b, double magnitude,
                     double u) {
-  const double n = std::hypot(x_a, x_b) * magnitude;
+  return pair_error_u_of_norm(diff_a, diff_b, std::hypot(x_a, x_b) * magnitude, u);
+}
+
+double pair_error_u_of_norm(double diff_a, double diff_b, double n, double u) {
   const double e = std::hypot(diff_a, diff_b);
   if (n == 0) return e == 0 ? 0.0 : std::numeric_limits<double>::infinity();
   return e / n / u;

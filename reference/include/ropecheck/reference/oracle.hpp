@@ -58,6 +58,14 @@ class Oracle {
   // The same into `out`, reusing its storage (no allocation once it has held this spec's).
   void at(const std::vector<std::int64_t>& positions, Rotation& out) const;
 
+  // cos and sin of m theta_p for pair `pair` (theta_p: the MPFR ladder's value, the number the
+  // MPFR path multiplies by m; the angle m theta_p exact, not rounded), each a double-double
+  // hi + lo within kSinCosError of the exact value (steps 1-4 of the analysis in oracle.cpp). No
+  // magnitude, no error_scale, not counted. False, nothing written, in mode mpfr or for
+  // |m| > 2^62. The report's recipe reference (reports/src/recipe.cpp) builds on it.
+  static constexpr double kSinCosError = 0x1p-100;
+  bool sincos(std::int64_t pair, std::int64_t m, double c[2], double s[2]) const;
+
   // Vectors answered so far; how many of them needed MPFR because the fast path could not
   // certify an answer (diff / rounded; a function of the vector alone, so the count is the same
   // whatever the threads or chunking); and how many had their MP values asked for by mp() /

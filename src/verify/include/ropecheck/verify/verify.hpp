@@ -66,6 +66,9 @@ struct PairCheck {
 // +inf for an error on a zero-norm pair.
 double pair_error_u(double diff_a, double diff_b, double x_a, double x_b, double magnitude,
                     double u);
+// The same with the pair's scale n = hypot(x_a, x_b) * magnitude computed by the caller once (the
+// report's sweep asks ~20 figures per pair and vector).
+double pair_error_u_of_norm(double diff_a, double diff_b, double n, double u);
 
 // The pair check for one (policy, spec, dtype). spec must be normalized.
 class PairChecker {
