@@ -50,6 +50,7 @@
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -169,7 +170,12 @@ RopeSpec usable(const Kernel& k, const g::Context& c, const g::SpecOptions& o = 
       if (k.supports(t, D)) return t;
     }
   }
-  const auto& pool = o.force_partial ? c.domain.partial : c.domain.full;
+  // A kernel of multi-axis layouts only: the 1-D properties call its specs with one position per
+  // token, which the ABI defines as that position on every axis (t = h = w).
+  const bool multi_only = c.domain.full.empty() && c.domain.partial.empty();
+  const auto& pool = o.force_partial ? c.domain.partial
+                     : multi_only    ? c.domain.multi_axis
+                                     : c.domain.full;
   std::vector<RopeSpec> fit;
   for (const RopeSpec& t : pool)
     if (o.force_layout < 0 || t.layout == static_cast<Layout>(o.force_layout)) fit.push_back(t);
@@ -362,9 +368,10 @@ void norm_per_pair(const Kernel& k, g::Context& c) {
   const std::vector<std::int64_t> pos = {g::position(c, std::int64_t{1} << 31)};
   const auto x = finite_input<D>(pol, s, 1);
   const auto y = load_vec<D>(run<D>(k, c, s, 1, 1, pos, store_vec<D>(x)).data(), s.head_dim);
+  const Mp sm = mag(s);  // once per case: a yarn/longrope magnitude takes MP logarithms
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [a, b] = s.pair(i);
-    const Mp sn = mag(s) * hyp(ex(x[a]), ex(x[b]));
+    const Mp sn = sm * hyp(ex(x[a]), ex(x[b]));
     const Mp gn = hyp(ex(y[a]), ex(y[b]));
     const double bound =
         bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[0])).norm_abs(dbl(sn));
@@ -388,33 +395,49 @@ void matrix_is_scaled_orthogonal(const Kernel& k, g::Context& c) {
   std::vector<double> e(static_cast<std::size_t>(d * d), 0.0);
   for (std::int64_t j = 0; j < d; ++j) e[j * d + j] = 1.0;
   const auto out = run<D>(k, c, s, d, 1, pos, store_vec<D>(e));
-  // col j = out token j. Row-wise sparse accumulation of G = M^T M in MP.
-  std::vector<Mp> G(static_cast<std::size_t>(d * d), Mp(0));
+  // col j = out token j. Row-wise sparse accumulation of G = M^T M in MP, over the entries some
+  // product reaches (slot >= 0); every other entry is exactly 0 (a rotation's row has 2 nonzeros,
+  // so nearly all of the d^2 entries), held as no MP number at all.
+  std::vector<std::int32_t> slot(static_cast<std::size_t>(d * d), -1);
+  std::vector<Mp> acc;
   for (std::int64_t i = 0; i < d; ++i) {
     std::vector<std::int64_t> nz;
     for (std::int64_t j = 0; j < d; ++j)
       if (to_d<D>(out[j * d + i]) != 0.0) nz.push_back(j);
     for (auto j : nz)
-      for (auto kk : nz)
-        G[j * d + kk] += ex(to_d<D>(out[j * d + i])) * ex(to_d<D>(out[kk * d + i]));
+      for (auto kk : nz) {
+        std::int32_t& sl = slot[static_cast<std::size_t>(j * d + kk)];
+        if (sl < 0) {
+          sl = static_cast<std::int32_t>(acc.size());
+          acc.emplace_back(0);
+        }
+        acc[static_cast<std::size_t>(sl)] +=
+            ex(to_d<D>(out[j * d + i])) * ex(to_d<D>(out[kk * d + i]));
+      }
   }
+  const double sm = magd(s);
   std::vector<double> Dj(static_cast<std::size_t>(d), 0.0);
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [a, b] = s.pair(i);
-    const double nb =
-        bounds::pair_error_bound(pol, s, D, i, static_cast<double>(m)).norm_abs(magd(s));
+    const double nb = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(m)).norm_abs(sm);
     Dj[a] = Dj[b] = nb;
   }
   const Mp s2 = mag(s) * mag(s);
   for (std::int64_t j = 0; j < d; ++j)
     for (std::int64_t kk = 0; kk < d; ++kk) {
+      const std::int32_t sl = slot[static_cast<std::size_t>(j * d + kk)];
+      const double bound = sm * (Dj[j] + Dj[kk]) + Dj[j] * Dj[kk];
+      // An entry no product reached, off the diagonal: G = 0 and target = 0 exactly, so the MP
+      // test below is |0 - 0| = 0 <= bound (bound a double, converted exactly), which this double
+      // comparison decides with no rounding at all (NaN: false in both). Only a pass is taken
+      // here; any other outcome goes through the MP test and its message.
+      if (sl < 0 && j != kk && 0.0 <= bound) continue;
+      const Mp Gjk = sl < 0 ? Mp(0) : acc[static_cast<std::size_t>(sl)];
       // Pass-through columns are e_j itself (identity, not scaled by s).
       const Mp target = j != kk ? Mp(0) : (s.is_passthrough(j) ? Mp(1) : s2);
-      const double bound = magd(s) * (Dj[j] + Dj[kk]) + Dj[j] * Dj[kk];
-      if (!(abs(G[j * d + kk] - target) <= Mp(bound)))
-        fail("(M^T M)[" + std::to_string(j) + "," + std::to_string(kk) +
-             "] = " + hex(dbl(G[j * d + kk])) + ", expected " + hex(dbl(target)) + " within " +
-             hex(bound) + " | " + ctx(s, {m}));
+      if (!(abs(Gjk - target) <= Mp(bound)))
+        fail("(M^T M)[" + std::to_string(j) + "," + std::to_string(kk) + "] = " + hex(dbl(Gjk)) +
+             ", expected " + hex(dbl(target)) + " within " + hex(bound) + " | " + ctx(s, {m}));
     }
 }
 
@@ -525,35 +548,28 @@ void composes_additively(const Kernel& k, g::Context& c) {
 // 4. LayoutsArePermutations: K_half(P x) == P K_interleaved(x), bit for bit (the same operations
 // per pair, only the indexing differs). P gathers even then odd rotated indices.
 
-// Without the declaration `layouts_bitwise_symmetric`: each layout's output is within its pair
-// bound of the same exact value, so the two differ per pair by at most twice the bound
-// (pass-through dims bit for bit). x: the interleaved input of nh heads per token; yh = K_half(Px);
-// Pyi = P K_interleaved(x).
+// Two outputs of the same exact rotation at position m (e.g. one layout and the other, or one
+// token batched and alone), each within its pair bound B_i of the exact value s R_m x: they differ
+// per pair by at most 2 B_i (triangle inequality), and pass-through dims are copies, bit for bit.
+// x is the input in the layout of s (the pair norms); y1, y2 the two outputs, d values each.
+// Returns the first violation, or "" when the two agree as far as the bound allows.
 template <Dtype D>
-void layouts_within_twice_the_bound(const Policy& pol, const RopeSpec& si, const RopeSpec& sh,
-                                    std::int64_t nh, const std::vector<std::int64_t>& pos,
-                                    const std::vector<double>& x, const std::vector<T<D>>& yh,
-                                    const std::vector<T<D>>& Pyi) {
-  const std::int64_t d = si.head_dim, nvec = static_cast<std::int64_t>(x.size()) / d;
-  const auto yhd = load_vec<D>(yh.data(), nvec * d), Pyd = load_vec<D>(Pyi.data(), nvec * d);
-  for (std::int64_t v = 0; v < nvec; ++v) {
-    const std::int64_t off = v * d, t = v / nh;
-    for (std::int64_t j : pass_dims(sh))
-      if (!same_bits(yh[off + j], Pyi[off + j]))
-        fail("pass-through dim " + std::to_string(j) + " differs between the layouts | " +
-             ctx(si, pos));
-    for (std::int64_t i = 0; i < sh.n_pairs(); ++i) {
-      const auto [a, b] = sh.pair(i);
-      const double xn = dbl(mag(si) * hyp(ex(x[off + 2 * i]), ex(x[off + 2 * i + 1])));
-      const double bound =
-          2 * bounds::pair_error_bound(pol, si, D, i, static_cast<double>(pos[t])).abs(xn);
-      const Mp err = hyp(ex(yhd[off + a]) - ex(Pyd[off + a]), ex(yhd[off + b]) - ex(Pyd[off + b]));
-      if (!(err <= Mp(bound)))
-        fail("pair " + std::to_string(i) + ": K_half(Px) and P K_interleaved(x) differ beyond " +
-             "twice the pair bound: " + exceeded(err, bound, xn * unit_roundoff(D)) + " | " +
-             ctx(si, pos));
-    }
+std::string differ_beyond_twice_the_bound(const Policy& pol, const RopeSpec& s, std::int64_t m,
+                                          const double* x, const T<D>* y1, const T<D>* y2) {
+  const auto y1d = load_vec<D>(y1, s.head_dim), y2d = load_vec<D>(y2, s.head_dim);
+  for (std::int64_t j : pass_dims(s))
+    if (!same_bits(y1[j], y2[j])) return "pass-through dim " + std::to_string(j) + " differs";
+  const Mp sm = mag(s);
+  for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+    const auto [a, b] = s.pair(i);
+    const double xn = dbl(sm * hyp(ex(x[a]), ex(x[b])));
+    const double bound = 2 * bounds::pair_error_bound(pol, s, D, i, static_cast<double>(m)).abs(xn);
+    const Mp err = hyp(ex(y1d[a]) - ex(y2d[a]), ex(y1d[b]) - ex(y2d[b]));
+    if (!(err <= Mp(bound)))
+      return "pair " + std::to_string(i) +
+             " differs beyond twice the pair bound: " + exceeded(err, bound, xn * unit_roundoff(D));
   }
+  return "";
 }
 
 template <Dtype D>
@@ -592,20 +608,31 @@ void layouts_are_permutations(const Kernel& k, g::Context& c) {
              " bit for bit (declared bitwise symmetric) | " + ctx(si, pos));
     return;
   }
-  layouts_within_twice_the_bound<D>(k.policy(D), si, sh, nh, pos, x, yh, Pyi);
+  // Without the declaration: within twice the pair bound (two compiled code paths may contract
+  // to FMA differently).
+  const auto Px = P(x);
+  for (std::int64_t v = 0; v < nt * nh; ++v) {
+    const std::int64_t off = v * d;
+    const auto why = differ_beyond_twice_the_bound<D>(k.policy(D), sh, pos[v / nh], &Px[off],
+                                                      &yh[off], &Pyi[off]);
+    if (!why.empty())
+      fail("vector " + std::to_string(v) + ": K_half(Px) and P K_interleaved(x): " + why + " | " +
+           ctx(si, pos));
+  }
 }
 
 // Score bound term of pair i (= bounds::score_pair_abs, in MP): q's pair turned at position pq,
 // k's at pk, each kernel output within its pair error bound. Callers sum it in MP: with subnormal
-// q and k the products of norms underflow in double while the MP scores do not.
+// q and k the products of norms underflow in double while the MP scores do not. sm = mag(s).
 template <Dtype D>
-Mp score_pair_bound(const Policy& pol, const RopeSpec& s, std::int64_t i, std::int64_t pq,
-                    std::int64_t pk, const std::vector<double>& q, const std::vector<double>& kv) {
+Mp score_pair_bound(const Policy& pol, const RopeSpec& s, const Mp& sm, std::int64_t i,
+                    std::int64_t pq, std::int64_t pk, const std::vector<double>& q,
+                    const std::vector<double>& kv) {
   const auto [a, b] = s.pair(i);
   const auto Bq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pq));
   const auto Bk = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pk));
-  const Mp qn = mag(s) * hyp(ex(q[a]), ex(q[b]));
-  const Mp kn = mag(s) * hyp(ex(kv[a]), ex(kv[b]));
+  const Mp qn = sm * hyp(ex(q[a]), ex(q[b]));
+  const Mp kn = sm * hyp(ex(kv[a]), ex(kv[b]));
   const Mp eq = ex(Bq.abs(dbl(qn))), ek = ex(Bk.abs(dbl(kn)));
   return eq * kn + qn * ek + eq * ek;
 }
@@ -627,10 +654,11 @@ void scores_depend_only_on_offset(const Kernel& k, g::Context& c) {
   const std::vector<double> q(qk.begin(), qk.begin() + d), kv(qk.begin() + d, qk.end());
   // Exact: rotated part s * <q_p, (s R_{n-m} k)_p>, pass-through part <q_j, k_j>.
   const auto r = reference::apply_blocked(s, Mp(n - m), kv);
+  const Mp sm = mag(s);
   Mp exact_rot = 0, exact_pass = 0;
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [a, b] = s.pair(i);
-    exact_rot += mag(s) * (ex(q[a]) * r[a] + ex(q[b]) * r[b]);
+    exact_rot += sm * (ex(q[a]) * r[a] + ex(q[b]) * r[b]);
   }
   for (std::int64_t j : pass_dims(s)) exact_pass += ex(q[j]) * ex(kv[j]);
   for (std::int64_t shift : {std::int64_t{0}, delta}) {
@@ -641,7 +669,7 @@ void scores_depend_only_on_offset(const Kernel& k, g::Context& c) {
     for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
       const auto [a, b] = s.pair(i);
       got_rot += ex(y[a]) * ex(y[d + a]) + ex(y[b]) * ex(y[d + b]);
-      bound += score_pair_bound<D>(pol, s, i, pos[0], pos[1], q, kv);
+      bound += score_pair_bound<D>(pol, s, sm, i, pos[0], pos[1], q, kv);
     }
     // Pass-through dims carry no error budget; summed in the same order as exact_pass, so a
     // kernel that copies them exactly contributes exactly 0 here.
@@ -836,8 +864,10 @@ void in_place_equals_out_of_place(const Kernel& k, g::Context& c) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 9. TokensAreIndependent: each (token, head) result equals the single-token single-head call bit
-// for bit, and permuting the tokens permutes the results.
+// 9. TokensAreIndependent: each (token, head) result equals the single-token single-head call, and
+// permuting the tokens permutes the results. Bit for bit, unless the domain declares the kernel
+// batch-variant (PyTorch's CPU loops, a vectorised body with a scalar tail): then within twice
+// the pair bound, which a token reading another token's position or data still exceeds.
 template <Dtype D>
 void tokens_are_independent(const Kernel& k, g::Context& c) {
   const RopeSpec s = usable<D>(k, c);
@@ -845,19 +875,33 @@ void tokens_are_independent(const Kernel& k, g::Context& c) {
   std::tie(nt, nh) = g::counts(5, 3, s.head_dim, 1 << 12);
   nt = std::max<std::int64_t>(nt, 2);
   const std::int64_t d = s.head_dim;
+  const bool bitwise = k.domain().batch_invariant;
   const auto pos = g::positions(c, nt, std::int64_t{1} << 31);
-  const auto in = store_vec<D>(finite_input<D>(k.policy(D), s, nt * nh));
+  const auto x = finite_input<D>(k.policy(D), s, nt * nh);
+  const auto in = store_vec<D>(x);
   const auto out = run<D>(k, c, s, nt, nh, pos, in);
+  // Vector v of `got` against vector v of `out`, both at position m.
+  auto compare = [&](const T<D>* got, std::int64_t v, std::int64_t m, const std::string& what) {
+    const std::int64_t off = v * d;
+    if (!bitwise) {
+      const auto why = differ_beyond_twice_the_bound<D>(k.policy(D), s, m, &x[off], got, &out[off]);
+      if (!why.empty())
+        fail(what + " (declared batch-variant, compared within twice the bound): " + why + " | " +
+             ctx(s, pos));
+      return;
+    }
+    for (std::int64_t j = 0; j < d; ++j)
+      if (!same_bits(got[j], out[off + j]))
+        fail(what + ", dim " + std::to_string(j) + ": " + hex(to_d<D>(got[j])) + " != batched " +
+             hex(to_d<D>(out[off + j])) + " | " + ctx(s, pos));
+  };
   for (std::int64_t t = 0; t < nt; ++t)
     for (std::int64_t h = 0; h < nh; ++h) {
-      const std::int64_t off = (t * nh + h) * d;
-      const std::vector<T<D>> one(in.begin() + off, in.begin() + off + d);
+      const std::int64_t v = t * nh + h;
+      const std::vector<T<D>> one(in.begin() + v * d, in.begin() + (v + 1) * d);
       const auto single = run<D>(k, c, s, 1, 1, {pos[t]}, one);
-      for (std::int64_t j = 0; j < d; ++j)
-        if (!same_bits(single[j], out[off + j]))
-          fail("token " + std::to_string(t) + " head " + std::to_string(h) + " dim " +
-               std::to_string(j) + ": batched " + hex(to_d<D>(out[off + j])) + " != alone " +
-               hex(to_d<D>(single[j])) + " | " + ctx(s, pos));
+      compare(single.data(), v, pos[t],
+              "token " + std::to_string(t) + " head " + std::to_string(h) + " alone");
     }
   std::vector<std::int64_t> perm(static_cast<std::size_t>(nt));
   std::iota(perm.begin(), perm.end(), 0);
@@ -870,9 +914,10 @@ void tokens_are_independent(const Kernel& k, g::Context& c) {
   }
   const auto pout = run<D>(k, c, s, nt, nh, ppos, pin);
   for (std::int64_t r = 0; r < nt; ++r)
-    for (std::int64_t e = 0; e < nh * d; ++e)
-      if (!same_bits(pout[r * nh * d + e], out[perm[r] * nh * d + e]))
-        fail("permuting tokens changed token " + std::to_string(perm[r]) + " | " + ctx(s, pos));
+    for (std::int64_t h = 0; h < nh; ++h)
+      compare(&pout[(r * nh + h) * d], perm[r] * nh + h, pos[perm[r]],
+              "permuting tokens changed token " + std::to_string(perm[r]) + " head " +
+                  std::to_string(h));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -890,14 +935,15 @@ void inverse_undoes(const Kernel& k, g::Context& c) {
   const auto zd = load_vec<D>(z.data(), s.head_dim);
   for (std::int64_t j : pass_dims(s))
     if (w[j] != x[j]) fail("pass-through dim " + std::to_string(j) + " changed");
-  const Mp s2 = mag(s) * mag(s);
+  const Mp sm = mag(s), s2 = sm * sm;
+  const double smd = dbl(sm);
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [a, b] = s.pair(i);
-    const double xn = dbl(mag(s) * hyp(ex(x[a]), ex(x[b])));
-    const double zn = dbl(mag(s) * hyp(ex(zd[a]), ex(zd[b])));
+    const double xn = dbl(sm * hyp(ex(x[a]), ex(x[b])));
+    const double zn = dbl(sm * hyp(ex(zd[a]), ex(zd[b])));
     const auto Bm = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(m));
     const auto Bn = bounds::pair_error_bound(pol, s, D, i, -static_cast<double>(m));
-    const double bound = bounds::composition_abs(Bm, xn, Bn, zn, magd(s));
+    const double bound = bounds::composition_abs(Bm, xn, Bn, zn, smd);
     const Mp err = hyp(ex(w[a]) - s2 * ex(x[a]), ex(w[b]) - s2 * ex(x[b]));
     if (!(err <= Mp(bound)))
       fail("pair " + std::to_string(i) + " |K(K(x,m),-m) - s^2 x|: " +
@@ -993,7 +1039,7 @@ void composes_additively_per_axis(const Kernel& k, g::Context& c) {
     const double zn = dbl(sm * hyp(ex(zd[ia]), ex(zd[ib])));
     const auto Bp = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(p[ax]));
     const auto Bq = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(q[ax]));
-    const double bc = bounds::composition_abs(Bp, xn, Bq, zn, magd(s));
+    const double bc = bounds::composition_abs(Bp, xn, Bq, zn, dbl(sm));
     // An MP expression of the exact values (the oracle answers differences with one output).
     const Mp ec = hyp(ex(w[ia]) - sm * exact.mp(ia), ex(w[ib]) - sm * exact.mp(ib));
     if (!(ec <= Mp(bc)))
@@ -1025,10 +1071,11 @@ void scores_depend_only_on_axis_offsets(const Kernel& k, g::Context& c) {
   std::vector<std::int64_t> off;
   for (std::int64_t a = 0; a < A; ++a) off.push_back(pn[a] - pm[a]);
   const auto r = reference::apply_blocked(s, mp_positions(off), kv);
+  const Mp sm = mag(s);
   Mp exact_rot = 0, exact_pass = 0;
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [a, b] = s.pair(i);
-    exact_rot += mag(s) * (ex(q[a]) * r[a] + ex(q[b]) * r[b]);
+    exact_rot += sm * (ex(q[a]) * r[a] + ex(q[b]) * r[b]);
   }
   for (std::int64_t j : pass_dims(s)) exact_pass += ex(q[j]) * ex(kv[j]);
   for (bool shifted : {false, true}) {
@@ -1041,7 +1088,7 @@ void scores_depend_only_on_axis_offsets(const Kernel& k, g::Context& c) {
       const auto [a, b] = s.pair(i);
       const std::int64_t ax = s.pair_axis(i);
       got_rot += ex(y[a]) * ex(y[d + a]) + ex(y[b]) * ex(y[d + b]);
-      bound += score_pair_bound<D>(pol, s, i, pos[ax], pos[A + ax], q, kv);
+      bound += score_pair_bound<D>(pol, s, sm, i, pos[ax], pos[A + ax], q, kv);
     }
     for (std::int64_t j : pass_dims(s)) got_pass += ex(y[j]) * ex(y[d + j]);
     const Mp err = abs((got_rot - exact_rot) + (got_pass - exact_pass));
@@ -1055,7 +1102,9 @@ void scores_depend_only_on_axis_offsets(const Kernel& k, g::Context& c) {
 
 // 13. EqualAxesReduceToOneDimensional: M-RoPE / interleaved M-RoPE called with t = h = w = m is
 // 1-D RoPE (half layout, same ladder, scaling and magnitude) at m, bit for bit: the section
-// assignment only chooses which (equal) position a pair reads.
+// assignment only chooses which (equal) position a pair reads. A kernel declared batch-variant
+// may round the two calls differently: within twice the pair bound of the 1-D spec (the
+// mrope_ladder_per_section mutant is far outside it).
 template <Dtype D>
 void equal_axes_reduce_to_one_dimensional(const Kernel& k, g::Context& c) {
   const RopeSpec s = usable_multi_axis<D>(k, c, g::SpecOptions{}, true);
@@ -1072,9 +1121,22 @@ void equal_axes_reduce_to_one_dimensional(const Kernel& k, g::Context& c) {
     p1.push_back(g::position(c, std::int64_t{1} << 31));
     for (std::int64_t a = 0; a < A; ++a) p3.push_back(p1.back());
   }
-  const auto in = store_vec<D>(finite_input<D>(k.policy(D), s, nt * nh));
+  const auto x = finite_input<D>(k.policy(D), s, nt * nh);
+  const auto in = store_vec<D>(x);
   const auto y1 = run<D>(k, c, h, nt, nh, p1, in);
   const auto y3 = run<D>(k, c, s, nt, nh, p3, in, A);
+  if (!k.domain().batch_invariant) {  // the two calls may round differently (see TokensAre...)
+    for (std::int64_t v = 0; v < nt * nh; ++v) {
+      const std::int64_t off = v * s.head_dim;
+      const auto why =
+          differ_beyond_twice_the_bound<D>(k.policy(D), h, p1[v / nh], &x[off], &y1[off], &y3[off]);
+      if (!why.empty())
+        fail("vector " + std::to_string(v) + ": " + describe(s) + " with t = h = w and 1-D half " +
+             "(declared batch-variant, compared within twice the bound): " + why + " | " +
+             ctx(h, p1));
+    }
+    return;
+  }
   for (std::size_t j = 0; j < y1.size(); ++j)
     if (!same_bits(y1[j], y3[j]))
       fail("element " + std::to_string(j) + ": " + describe(s) + " with t = h = w gives " +
@@ -1220,9 +1282,21 @@ std::optional<std::string> not_applicable(Property p, const g::DomainContext& c)
       return std::string(p == Property::EqualAxesReduceToOneDimensional
                              ? "kernel supports neither mrope nor imrope"
                              : "kernel does not support multi-axis layouts");
+    // The 1-D half spec of an mrope/imrope spec (same head_dim and rotary_dim) is what the
+    // property compares with; a kernel declaring only the multi-axis layout has none.
+    const auto has_half_twin = [&](const RopeSpec& m) {
+      return m.layout != Layout::axial &&
+             std::any_of(c.full.begin(), c.full.end(), [&](const RopeSpec& f) {
+               return f.layout == Layout::half && f.head_dim == m.head_dim &&
+                      f.rotary_dim == m.rotary_dim;
+             });
+    };
+    if (p == Property::EqualAxesReduceToOneDimensional &&
+        std::none_of(c.multi_axis.begin(), c.multi_axis.end(), has_half_twin))
+      return std::string(
+          "kernel supports no 1-D half spec with the head_dim and rotary_dim of "
+          "its mrope/imrope specs (declared multi-axis only)");
   }
-  if ((c.full.empty() && c.partial.empty()) && !is_multi_axis_property(p))
-    return std::string("kernel supports only multi-axis specs of dtype ") + name(D);
   return std::nullopt;
 }
 

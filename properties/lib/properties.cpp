@@ -98,28 +98,37 @@ Verdict check(Property p, const Kernel& k, Dtype d, const Options& o) {
 namespace detail {
 
 namespace {
-// Listens to nothing: with an explicit seed a check prints nothing itself (no "Using
-// configuration" line, no reproduce map) and the caller decides what to show.
+// Prints nothing: with an explicit seed a check prints nothing itself (no "Using configuration"
+// line, no reproduce map) and the caller decides what to show. It keeps the message of the
+// smallest failure seen: RapidCheck takes the final description by evaluating the shrunk case
+// once more, and once the shrink budget is spent that evaluation is discarded before it calls
+// the kernel, which would leave "shrink budget spent" where the counterexample belongs.
 class Quiet final : public rc::detail::TestListener {
  public:
   explicit Quiet(gen::ShrinkBudget& shrink) : shrink_(shrink) {}
   // The first failing case starts the shrinking: arm the budget of kernel calls.
   void onTestCaseFinished(const rc::detail::CaseDescription& d) override {
-    if (d.result.type == rc::detail::CaseResult::Type::Failure) shrink_.shrinking = true;
+    if (d.result.type != rc::detail::CaseResult::Type::Failure) return;
+    shrink_.shrinking = true;
+    smallest_failure_ = d.result.description;
   }
-  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+  void onShrinkTried(const rc::detail::CaseDescription& d, bool accepted) override {
+    if (accepted) smallest_failure_ = d.result.description;
+  }
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+  const std::string& smallest_failure() const { return smallest_failure_; }
 
  private:
   gen::ShrinkBudget& shrink_;
+  std::string smallest_failure_;
 };
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
 // RapidCheck's result as a Verdict. budget: the cases asked for (0: RC_PARAMS decided);
 // max_success: RapidCheck's parameter as this driver set it.
-Verdict to_verdict(const rc::detail::TestResult& r, int budget, int max_success,
-                   bool shrink_spent) {
+Verdict to_verdict(const rc::detail::TestResult& r, int budget, int max_success, bool shrink_spent,
+                   const std::string& smallest_failure) {
   using namespace rc::detail;
   Verdict v;
   v.budget = budget;
@@ -135,7 +144,7 @@ Verdict to_verdict(const rc::detail::TestResult& r, int budget, int max_success,
   if (r.template is<FailureResult>()) {
     const auto& fr = r.template get<FailureResult>();
     v.cases = fr.numSuccess;
-    v.message = fr.description;
+    v.message = shrink_spent && !smallest_failure.empty() ? smallest_failure : fr.description;
     v.shrink_budget_spent = shrink_spent;
     v.status = Status::failed;
     if (starts_with(v.message, kMismatchPrefix)) v.status = Status::mismatch;
@@ -167,19 +176,27 @@ Verdict run_check(const std::function<void()>& f, const std::string& id, const O
   md.description = id;
   TestParams params;  // RapidCheck's defaults, without reading the global configuration
   const bool explicit_params = o.max_success || o.seed || !o.shrink;
+  Quiet quiet(shrink);
   const TestResult r = [&]() -> TestResult {
     if (!explicit_params)
       return checkTestable(f, md);  // RC_PARAMS decides (seed, max_success, reproduce=...)
     if (o.max_success) params.maxSuccess = *o.max_success;
     if (o.seed) params.seed = *o.seed;
     params.disableShrinking = !o.shrink;
-    Quiet quiet(shrink);
     shrink = {false, o.max_shrink_calls, 0, false};
-    auto result = checkProperty(toProperty(f), md, params, quiet, {});
+    // Once the budget is spent RapidCheck still walks every remaining shrink candidate, and each
+    // would regenerate its whole case (thousands of picks) before its first kernel call is
+    // refused: refuse it on entry instead.
+    const auto guarded = [&f, &shrink] {
+      if (shrink.spent) throw CaseResult(CaseResult::Type::Discard, "shrink budget spent");
+      f();
+    };
+    auto result = checkProperty(toProperty(guarded), md, params, quiet, {});
     shrink.shrinking = false;
     return result;
   }();
-  return to_verdict(r, explicit_params ? params.maxSuccess : 0, params.maxSuccess, shrink.spent);
+  return to_verdict(r, explicit_params ? params.maxSuccess : 0, params.maxSuccess, shrink.spent,
+                    quiet.smallest_failure());
 }
 
 }  // namespace detail

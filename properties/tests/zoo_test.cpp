@@ -58,6 +58,23 @@ TEST(BugZoo, ScaledBaselinePassesEveryPropertyOnEveryVariant) {
     }
 }
 
+// TokensAreIndependent's two strengths on one correct kernel whose batched calls round
+// differently (FMA) from its single-token calls: bit for bit unless declared batch-variant, then
+// within twice the bound. f64 storage, where the f64 arithmetic's last bit reaches the output.
+TEST(BugZoo, BatchDependentKernelPassesOnlyWhenDeclaredBatchVariant) {
+  auto o = zoo_options();
+  o.id = "Zoo/zoo_fma_when_batched_f64.TokensAreIndependent";
+  const auto undeclared = P::check(P::Property::TokensAreIndependent,
+                                   ropecheck::zoo::batch_dependent(false), Dtype::f64, o);
+  EXPECT_EQ(undeclared.status, P::Status::failed) << undeclared.message;
+  EXPECT_NE(undeclared.message.find("!= batched"), std::string::npos) << undeclared.message;
+  for (auto p : {P::Property::TokensAreIndependent, P::Property::MatchesReferenceWithinBound}) {
+    o.id = "Zoo/zoo_fma_when_batched_declared_f64." + std::string(P::name(p));
+    const auto v = P::check(p, ropecheck::zoo::batch_dependent(true), Dtype::f64, o);
+    EXPECT_EQ(v.status, P::Status::passed) << P::name(p) << ": " << v.message;
+  }
+}
+
 TEST(BugZoo, EveryMutantIsCaughtByItsNamedProperties) {
   const auto& zoo = ropecheck::zoo::mutants();
   ASSERT_GE(zoo.size(), 12u);

@@ -27,6 +27,12 @@ struct Knobs {
   bool fast_trig = false;
   bool input_scratch = false;
   bool first_position_only = false;
+  // Declares itself batch-variant (Domain::batch_invariant = false).
+  bool batch_variant = false;
+  // Batched calls contract the rotation to FMA, single-token calls do not: last-bit differences
+  // between a token batched and alone, both within the bound (a vectorised body with a scalar
+  // tail does the same).
+  bool fma_when_batched = false;
 };
 
 // sin/cos by truncated Taylor series without range reduction: accurate to ~1e-12 for |x| < 0.1,
@@ -51,6 +57,7 @@ class ZooKernel final : public Kernel {
   Domain domain() const override {  // one code path for both layouts, as the built-in kernels
     Domain d;
     d.layouts_bitwise_symmetric = true;
+    d.batch_invariant = !k_.batch_variant;
     return d;
   }
   // Unscaled interleaved/half specs only (the mutated recipes are the unscaled one).
@@ -69,7 +76,7 @@ class ZooKernel final : public Kernel {
         const std::int64_t off = t * a.token_stride + h * a.head_stride;
         const void* in = static_cast<const char*>(a.in) + off * esize;
         void* out = static_cast<char*>(a.out) + off * esize;
-        rotate(s, a.dtype, m, in, out, a.in == a.out);
+        rotate(s, a.dtype, m, in, out, a.in == a.out, k_.fma_when_batched && a.n_tokens > 1);
       }
     }
     return KernelStatus::ok;
@@ -102,8 +109,8 @@ class ZooKernel final : public Kernel {
   }
 
   // One head vector at position m, with the pairing, pass-through and aliasing knobs.
-  void rotate(const RopeSpec& s, Dtype d, double m, const void* in, void* out,
-              bool in_place) const {
+  void rotate(const RopeSpec& s, Dtype d, double m, const void* in, void* out, bool in_place,
+              bool fma) const {
     const std::int64_t rd = s.rotary_dim, hd = s.head_dim;
     const std::int64_t esize = traits(d).bytes;
     std::int64_t n_pairs = rd / 2;
@@ -121,11 +128,11 @@ class ZooKernel final : public Kernel {
       }
       const auto [c, sn] = cos_sin(s, i, m);
       const double sc = k_.scale_twice ? s.scale * s.scale : s.scale;
-      const double ya = sc * (xa * c - xb0 * sn);
+      const double ya = sc * (fma ? std::fma(xa, c, -xb0 * sn) : xa * c - xb0 * sn);
       store(d, out, ia, round_to_dtype(ya, d));
       // The aliasing bug: re-reads x_a after out_a was written (same address when in-place).
       const double xa2 = k_.in_place_alias ? load(d, in, ia) : xa;
-      const double yb = sc * (xa2 * sn + xb0 * c);
+      const double yb = sc * (fma ? std::fma(xa2, sn, xb0 * c) : xa2 * sn + xb0 * c);
       store(d, out, ib, round_to_dtype(yb, d));
       results[ia] = round_to_dtype(ya, d);
       results[ib] = round_to_dtype(yb, d);
@@ -157,6 +164,7 @@ struct ScaledKnobs {
   bool swap_h_w = false;                 // 3-axis layouts: h pairs read w's position and back
   bool t_for_all_axes = false;           // every pair reads the t (first) position
   bool mrope_section_ladders = false;    // mrope/imrope: a ladder per section (axial-style)
+  bool batch_variant = false;            // declared batch-variant (Domain::batch_invariant)
 };
 
 // theta' and s from the reference (MP, rounded once to f64), rotation in f64: a correct kernel
@@ -172,6 +180,7 @@ class ScaledZooKernel final : public Kernel {
   Domain domain() const override {  // one code path for both layouts, as the built-in kernels
     Domain d;
     d.layouts_bitwise_symmetric = true;
+    d.batch_invariant = !k_.batch_variant;
     return d;
   }
   bool supports(const RopeSpec&, Dtype) const override { return true; }
@@ -288,6 +297,13 @@ const Kernel& baseline() {
   return k;
 }
 
+const Kernel& batch_dependent(bool declared_batch_variant) {
+  static const ZooKernel invariant("zoo_fma_when_batched", Knobs{.fma_when_batched = true});
+  static const ZooKernel variant("zoo_fma_when_batched_declared",
+                                 Knobs{.batch_variant = true, .fma_when_batched = true});
+  return declared_batch_variant ? variant : invariant;
+}
+
 const Kernel& scaled_baseline() {
   static const ScaledZooKernel k("zoo_scaled_baseline", ScaledKnobs{});
   return k;
@@ -336,6 +352,12 @@ const std::vector<Mutant>& mutants() {
            {Property::InputUntouched}, Knobs{.input_scratch = true}),
       make("first_position_broadcast", "position_ids[0] broadcast over the batch (decode-step bug)",
            {Property::TokensAreIndependent}, Knobs{.first_position_only = true}),
+      // The same bug in a kernel declaring itself batch-variant: TokensAreIndependent compares
+      // within twice the bound and still sees a token turned by another token's position.
+      make("position_broadcast_batch_variant",
+           "position_ids[0] broadcast, in a kernel declared batch-variant (PyTorch-style)",
+           {Property::TokensAreIndependent},
+           Knobs{.first_position_only = true, .batch_variant = true}),
       make_scaled("yarn_mscale_0_07",
                   "YaRN attention factor 0.07 ln f + 1 instead of 0.1 ln f + 1 (the "
                   "27% mscale bug)",
@@ -376,6 +398,11 @@ const std::vector<Mutant>& mutants() {
           "instead of one ladder over the head",
           {Property::EqualAxesReduceToOneDimensional, Property::MatchesReferenceWithinBound},
           ScaledKnobs{.mrope_section_ladders = true}, std::nullopt, Layout::mrope),
+      make_scaled("mrope_section_ladders_variant",
+                  "the same, in a kernel declared batch-variant (compared within twice the bound)",
+                  {Property::EqualAxesReduceToOneDimensional},
+                  ScaledKnobs{.mrope_section_ladders = true, .batch_variant = true}, std::nullopt,
+                  Layout::mrope),
   };
   return v;
 }

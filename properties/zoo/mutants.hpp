@@ -30,6 +30,9 @@ const Kernel& baseline();
 // The scaling-aware unmutated kernel (every variant and layout; theta' and s from the reference,
 // rounded once to f64): the control of the scaling mutants.
 const Kernel& scaled_baseline();
+// The baseline contracting to FMA in batched calls only: correct, last-bit batch-dependent.
+// declared_batch_variant: whether its domain says so (Domain::batch_invariant = false).
+const Kernel& batch_dependent(bool declared_batch_variant);
 const std::vector<Mutant>& mutants();
 
 }  // namespace ropecheck::zoo

@@ -165,7 +165,8 @@ std::string describe_domain(const Domain& d) {
     o << "[" << d.min_position << ", " << d.max_position << "]";
   o << "; magnitude scale " << (d.magnitude_scale ? "yes" : "no (scale = 1)") << "; in-place "
     << (d.in_place ? "yes" : "no") << "; layouts bitwise symmetric "
-    << (d.layouts_bitwise_symmetric ? "yes" : "no (compared within the bound)");
+    << (d.layouts_bitwise_symmetric ? "yes" : "no (compared within the bound)")
+    << "; batch-invariant " << (d.batch_invariant ? "yes" : "no (compared within the bound)");
   return o.str();
 }
 
@@ -571,7 +572,7 @@ std::string replay_command(const ValidateOptions& o, const ConfigResult& r,
   if (!o.worker_fds.empty()) {  // served by rc.validate: the replay is a Python call
     c << "rc.validate(fn, dtypes=['" << name(r.dtype) << "'], layouts=['" << name(r.layout)
       << "'], properties=['" << check << "'], budget='" << o.budget << "', seed=" << o.seed
-      << ", ...)  # ... = the other arguments as given";
+      << ")  # plus the call's other arguments: the full line is under 'replay in Python'";
     return c.str();
   }
   c << "ropecheck validate --plugin " << o.plugin << " --dtypes " << name(r.dtype) << " --layouts "

@@ -20,7 +20,8 @@ enum class Msg : std::uint32_t {
 
 enum class IoResult { ok, eof, timeout, error };
 
-// Deadline-bounded full read/write on a pipe (poll + read/write; EINTR retried).
+// Deadline-bounded full read/write on a pipe (poll + read/write; EINTR retried). A deadline
+// >= 1e299 is none: the call blocks without polling first (the worker's side).
 IoResult write_all(int fd, const void* data, std::size_t n, double deadline);
 IoResult read_all(int fd, void* data, std::size_t n, double deadline);
 double now_s();  // monotonic clock, seconds
@@ -34,12 +35,15 @@ class Writer {
  public:
   template <class T>
   void put(const T& v) {
-    const auto* p = reinterpret_cast<const char*>(&v);
-    buf.insert(buf.end(), p, p + sizeof(T));
+    put_bytes(&v, sizeof(T));
   }
+  // resize + memcpy rather than vector::insert, which GCC 12 flags with a false
+  // -Wstringop-overflow when inlined into a fresh Writer.
   void put_bytes(const void* p, std::size_t n) {
-    const auto* c = static_cast<const char*>(p);
-    buf.insert(buf.end(), c, c + n);
+    if (n == 0) return;
+    const std::size_t at = buf.size();
+    buf.resize(at + n);
+    std::memcpy(buf.data() + at, p, n);
   }
   void put_string(const std::string& s) {
     put<std::uint64_t>(s.size());

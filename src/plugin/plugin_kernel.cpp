@@ -220,6 +220,7 @@ void PluginKernel::kill_worker() const {
   close_fd(worker_->to_child);
   close_fd(worker_->from_child);
   worker_.reset();
+  supported_.clear();  // a new worker answers afresh
 }
 
 namespace {
@@ -457,6 +458,7 @@ Domain PluginKernel::domain() const {
   d.magnitude_scale = (desc_.flags & ROPECHECK_FLAG_MAGNITUDE_SCALE) != 0;
   d.in_place = (desc_.flags & ROPECHECK_FLAG_NO_IN_PLACE) == 0;
   d.layouts_bitwise_symmetric = (desc_.flags & ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC) != 0;
+  d.batch_invariant = (desc_.flags & ROPECHECK_FLAG_BATCH_VARIANT) == 0;
   return d;
 }
 
@@ -498,6 +500,9 @@ bool declared(const Descriptor& desc, const RopeSpec& spec, Dtype d) {
   return desc.head_dims.empty() || std::find(desc.head_dims.begin(), desc.head_dims.end(),
                                              spec.head_dim) != desc.head_dims.end();
 }
+// supports() answers kept per worker: the probe grid of every dtype (a few hundred specs) fits
+// many times over; the random specs of a long run beyond it start the memo afresh.
+constexpr std::size_t kMaxRemembered = std::size_t{1} << 16;
 }  // namespace
 
 bool PluginKernel::supports(const RopeSpec& spec, Dtype d) const {
@@ -510,11 +515,28 @@ bool PluginKernel::supports(const RopeSpec& spec, Dtype d) const {
   ipc::Writer w;
   put_spec(w, to_c(spec));
   w.put<std::int32_t>(static_cast<std::int32_t>(d));
+  // The answer is a function of (spec, dtype) (plugin.h: "non-zero if (spec, dtype) is
+  // supported"), so the worker's earlier answer stands. The key is the request with the struct's
+  // pointers cleared (the arrays they point to follow it in the request): equal keys are equal
+  // specs; a different pointer or padding byte can only miss, never answer for another spec.
+  std::string key(w.buf.begin(), w.buf.end());
+  {
+    ropecheck_spec c{};
+    std::memcpy(&c, key.data(), sizeof c);
+    c.sections = nullptr;
+    c.scaling.short_factor = c.scaling.long_factor = c.scaling.freq_factors = nullptr;
+    std::memcpy(key.data(), &c, sizeof c);
+  }
+  if (const auto it = supported_.find(key); it != supported_.end()) return it->second;
   ipc::Msg t{};
   std::vector<char> rep;
   const auto r = worker_->round_trip(ipc::Msg::supports, w.buf, t, rep, 64, opts_.timeout_s);
   std::int32_t v = 0;
-  if (r == ipc::IoResult::ok && t == ipc::Msg::supports && ipc::Reader(rep).get(v)) return v != 0;
+  if (r == ipc::IoResult::ok && t == ipc::Msg::supports && ipc::Reader(rep).get(v)) {
+    if (supported_.size() >= kMaxRemembered) supported_.clear();
+    supported_.emplace(std::move(key), v != 0);
+    return v != 0;
+  }
   Fault f;
   if (r == ipc::IoResult::timeout) {
     f = timeout_fault("supports() did not return within " + std::to_string(opts_.timeout_s) + " s");

@@ -94,30 +94,44 @@ int element_bytes(int dtype) {
 
 // A guarded buffer is kept from call to call (prepare()): a fresh mmap/munmap per buffer and call
 // cost more than the plugin call itself, since munmap shoots down TLB entries on every CPU the
-// worker ran on (seen: 40% of a validate run's CPU time in those IPIs on a 2-core VM). A reused
-// mapping is refilled with its canary end to end, so each call starts from the same bytes a new
-// mapping would hold; only the back canary may be longer (up to twice the size needed).
+// worker ran on (seen: 40% of a validate run's CPU time in those IPIs on a 2-core VM). Calls
+// alternate between small and large buffers, so one mapping per size (in pages) is kept and
+// reused, up to kMaxMappings of them or kMaxKeptBytes in all (then all are dropped and mapped
+// afresh). A reused mapping is refilled with its canary end to end, so each call starts from the
+// bytes a new mapping holds.
 class Guarded {
  public:
   explicit Guarded(unsigned char canary) : canary_(canary) {
     page_ = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   }
-  ~Guarded() { unmap(); }
+  ~Guarded() { unmap_all(); }
   Guarded(const Guarded&) = delete;
   Guarded& operator=(const Guarded&) = delete;
   // Makes the buffer hold n bytes between canaries and PROT_NONE pages. Returns false when the
   // memory cannot be mapped.
   bool prepare(std::size_t n) {
     const std::size_t need = (kCanary + n + kCanary + page_ - 1) / page_ * page_;
-    if (!map_ || need > inner_ || inner_ > 2 * need) {
-      unmap();
-      inner_ = need;
-      len_ = page_ + inner_ + page_;
-      void* m = mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (m == MAP_FAILED) return false;
-      map_ = static_cast<unsigned char*>(m);
-      mprotect(map_, page_, PROT_NONE);
-      mprotect(map_ + page_ + inner_, page_, PROT_NONE);
+    if (!map_ || need != inner_) {
+      Mapping* found = nullptr;
+      for (Mapping& m : kept_)
+        if (m.inner == need) found = &m;
+      if (!found) {
+        const std::size_t len = page_ + need + page_;
+        if (kept_.size() >= kMaxMappings || kept_bytes_ + len > kMaxKeptBytes) unmap_all();
+        void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) {
+          map_ = nullptr;
+          return false;
+        }
+        auto* base = static_cast<unsigned char*>(m);
+        mprotect(base, page_, PROT_NONE);
+        mprotect(base + page_ + need, page_, PROT_NONE);
+        kept_.push_back({base, need, len});
+        kept_bytes_ += len;
+        found = &kept_.back();
+      }
+      map_ = found->base;
+      inner_ = found->inner;
     }
     n_ = n;
     std::memset(map_ + page_, canary_, inner_);
@@ -145,12 +159,22 @@ class Guarded {
   }
 
  private:
-  void unmap() {
-    if (map_) munmap(map_, len_);
+  struct Mapping {
+    unsigned char* base;  // the front PROT_NONE page
+    std::size_t inner;    // bytes between the two PROT_NONE pages
+    std::size_t len;      // the whole mapping
+  };
+  static constexpr std::size_t kMaxMappings = 64;
+  static constexpr std::size_t kMaxKeptBytes = std::size_t{64} << 20;
+  void unmap_all() {
+    for (const Mapping& m : kept_) munmap(m.base, m.len);
+    kept_.clear();
+    kept_bytes_ = 0;
     map_ = nullptr;
   }
-  std::size_t n_ = 0, page_ = 0, inner_ = 0, len_ = 0;
-  unsigned char* map_ = nullptr;
+  std::vector<Mapping> kept_;
+  std::size_t kept_bytes_ = 0, n_ = 0, page_ = 0, inner_ = 0;
+  unsigned char* map_ = nullptr;  // the mapping in use (one of kept_)
   unsigned char canary_;
 };
 

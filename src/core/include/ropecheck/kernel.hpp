@@ -56,6 +56,9 @@ struct Domain {
   // K_half(P x) == P K_interleaved(x) bit for bit (the same operations per pair, only the indexing
   // differs); otherwise LayoutsArePermutations compares within the derived pair bound.
   bool layouts_bitwise_symmetric = false;
+  // Each token's result equals the single-token call bit for bit, whatever the batch; otherwise
+  // TokensAreIndependent compares the two within twice the derived pair bound.
+  bool batch_invariant = true;
 };
 
 class Kernel {

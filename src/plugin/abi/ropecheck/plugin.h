@@ -29,11 +29,9 @@
  *         .abi_version = ROPECHECK_PLUGIN_ABI_VERSION, .struct_size = sizeof(ropecheck_plugin),
  *         .name = "my_rope", .description = "my kernel",
  *         .dtypes = ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32),
- *         .layouts = ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF), .head_dims = dims, .n_head_dims = 2,
- *         .policies = {[ROPECHECK_DTYPE_F32] = {.angle = ROPECHECK_DTYPE_F32,
- *                                               .table = ROPECHECK_DTYPE_F32,
- *                                               .arithmetic = ROPECHECK_DTYPE_F32,
- *                                               .recipe = ROPECHECK_RECIPE_HF_F32}},
+ *         .layouts = ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF), .head_dims = dims, .n_head_dims =
+ * 2, .policies = {[ROPECHECK_DTYPE_F32] = {.angle = ROPECHECK_DTYPE_F32, .table =
+ * ROPECHECK_DTYPE_F32, .arithmetic = ROPECHECK_DTYPE_F32, .recipe = ROPECHECK_RECIPE_HF_F32}},
  *         .apply = my_apply,
  *         .min_position = 0, .max_position = INT32_MAX};  // int32, non-negative positions
  *     ROPECHECK_PLUGIN_EXPORT const ropecheck_plugin* ropecheck_plugin_entry(uint32_t v) {
@@ -142,6 +140,13 @@ extern "C" {
  * indexing differs. Without this flag LayoutsArePermutations compares the two within the derived
  * pair bound of each call, since two compiled code paths may contract to FMA differently. */
 #define ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC 0x8u
+/* ABI 3 (additive): a token's result may differ in its last bits with the batch it is computed in
+ * (vectorised loops with a scalar tail, work split over threads, a different code path for one
+ * token). Without this flag TokensAreIndependent requires each token's result to equal the
+ * single-token call bit for bit; with it, the two are compared within twice the derived pair
+ * bound (each is within the bound of the same exact value), which still catches a token reading
+ * another token's position or data. rc.validate sets it unless batch_invariant=True. */
+#define ROPECHECK_FLAG_BATCH_VARIANT 0x10u
 
 /* How the kernel turns (spec, position) into an angle (see Policy in ropecheck/policy.hpp).
  *   POW_PRODUCT: theta_i = pow(base, -2i/rotary_dim) and angle = m * theta_i, both in `angle`.

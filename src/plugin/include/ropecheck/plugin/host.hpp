@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ropecheck::plugin {
@@ -139,6 +140,10 @@ class PluginKernel final : public Kernel {
   mutable std::unique_ptr<Worker> worker_;
   mutable std::vector<Fault> faults_;
   mutable std::uint64_t calls_ = 0;
+  // supports() answers of the running worker, keyed by the request bytes (spec and dtype): the
+  // properties ask the same probe specs in every check, one IPC round trip each otherwise.
+  // Forgotten with the worker (kill_worker) and when it grows past a bound.
+  mutable std::unordered_map<std::string, bool> supported_;
 };
 
 // The worker side of the pipe protocol, for a kernel that lives in an existing process (the
