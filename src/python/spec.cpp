@@ -1,11 +1,15 @@
 // Spec (RopeSpec) and Policy for Python. Keyword names follow `ropecheck check`'s spec keys, so a
-// spec reads the same in a safetensors __metadata__, a --spec JSON and Python.
+// spec reads the same in a safetensors __metadata__, a --spec JSON and Python. repr() of either
+// is the Python call that rebuilds it (eval(repr(x)) == x): validate()'s replay lines print them.
 #include <pybind11/stl.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <functional>
-#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "binding.hpp"
 #include "ropecheck/hf_config.hpp"
@@ -32,9 +36,9 @@ ScalingField field(T Scaling::*member) {
           [member](const Scaling& s) { return py::cast(s.*member); }};
 }
 
-// data table
-const std::map<std::string, ScalingField>& scaling_fields() {
-  static const std::map<std::string, ScalingField> f = {
+// data table, in the order repr() prints them
+const std::vector<std::pair<std::string, ScalingField>>& scaling_fields() {
+  static const std::vector<std::pair<std::string, ScalingField>> f = {
       {"factor", field(&Scaling::factor)},
       {"original_max_position_embeddings", field(&Scaling::original_max_position_embeddings)},
       {"max_position_embeddings", field(&Scaling::max_position_embeddings)},
@@ -52,6 +56,58 @@ const std::map<std::string, ScalingField>& scaling_fields() {
       {"freq_factors", field(&Scaling::freq_factors)},
   };
   return f;
+}
+
+const ScalingField* find_field(const std::string& key) {
+  for (const auto& [k, f] : scaling_fields())
+    if (k == key) return &f;
+  return nullptr;
+}
+
+// A Python literal of a parameter value: floats as repr() prints them (shortest round trip),
+// float('inf') and float('nan') for the non-finite; lists element by element.
+std::string literal(const py::handle& v) {
+  if (py::isinstance<py::float_>(v)) {
+    const double d = v.cast<double>();
+    if (std::isnan(d)) return "float('nan')";
+    if (std::isinf(d)) return d > 0 ? "float('inf')" : "float('-inf')";
+  }
+  if (py::isinstance<py::list>(v)) {
+    std::string out = "[";
+    for (auto e : v.cast<py::list>()) out += (out.size() > 1 ? ", " : "") + literal(e);
+    return out + "]";
+  }
+  return py::repr(v).cast<std::string>();
+}
+
+// Python that rebuilds the spec (eval(repr(s)) == s): every field, the scaling parameters that
+// differ from their defaults. validate()'s replay lines and check()'s report print it.
+std::string spec_repr(const RopeSpec& s) {
+  std::string o = "Spec(head_dim=" + std::to_string(s.head_dim) +
+                  ", rotary_dim=" + std::to_string(s.rotary_dim) +
+                  ", base=" + literal(py::float_(s.base)) + ", layout='" + name(s.layout) + "'";
+  if (s.scale != 1.0) o += ", scale=" + literal(py::float_(s.scale));
+  if (!s.sections.empty()) o += ", sections=" + literal(py::cast(s.sections));
+  if (s.scaling.kind != ScalingKind::none)
+    o += ", scaling='" + std::string(name(s.scaling.kind)) + "'";
+  const Scaling defaults;
+  for (const auto& [key, f] : scaling_fields()) {
+    const py::object v = f.get(s.scaling);
+    if (!v.equal(f.get(defaults))) o += ", " + key + "=" + literal(v);
+  }
+  return o + ")";
+}
+
+std::string policy_repr(const Policy& p) {
+  return "Policy(angle='" + std::string(name(p.angle)) + "', table='" + name(p.table) +
+         "', arithmetic='" + name(p.arithmetic) + "', recipe='" + name(p.recipe) +
+         "', fused=" + (p.fused ? "True" : "False") +
+         ", trig_error=" + literal(py::float_(p.trig_error)) + ")";
+}
+
+bool same_policy(const Policy& a, const Policy& b) {
+  return a.angle == b.angle && a.table == b.table && a.arithmetic == b.arithmetic &&
+         a.recipe == b.recipe && a.fused == b.fused && a.trig_error == b.trig_error;
 }
 
 // scaling: None, a kind name, or a dict {"kind" (or "rope_type"/"type"): ..., parameters...};
@@ -72,10 +128,9 @@ Scaling scaling_arg(const py::object& scaling, const py::dict& params) {
       s.kind = parse_or_throw(parse_scaling_kind(k), "scaling", k);
       continue;
     }
-    const auto it = scaling_fields().find(key);
-    if (it == scaling_fields().end())
-      throw py::type_error("Spec: unknown argument or scaling parameter '" + key + "'");
-    it->second.set(s, kv.second);
+    const ScalingField* f = find_field(key);
+    if (!f) throw py::type_error("Spec: unknown argument or scaling parameter '" + key + "'");
+    f->set(s, kv.second);
   }
   return s;
 }
@@ -199,8 +254,10 @@ void bind_spec(py::module_& m) {
       .def_property_readonly("layout", [](const RopeSpec& s) { return name(s.layout); })
       .def_property_readonly("n_axes", &RopeSpec::n_axes)
       .def_property_readonly("n_pairs", &RopeSpec::n_pairs)
-      .def("__eq__", [](const RopeSpec& a, const RopeSpec& b) { return a == b; })
-      .def("__repr__", [](const RopeSpec& s) { return "Spec(" + describe(s) + ")"; });
+      .def(
+          "__eq__", [](const RopeSpec& a, const RopeSpec& b) { return a == b; }, py::is_operator())
+      .def("__repr__", &spec_repr)
+      .def("__hash__", [](const RopeSpec& s) { return py::hash(py::str(spec_repr(s))); });
   bind_spec_scaling(c);
 
   py::class_<Policy>(m, "Policy",
@@ -214,13 +271,11 @@ void bind_spec(py::module_& m) {
       .def_property_readonly("recipe", [](const Policy& p) { return name(p.recipe); })
       .def_readonly("fused", &Policy::fused)
       .def_readonly("trig_error", &Policy::trig_error)
-      .def("__repr__", [](const Policy& p) {
-        // Python that rebuilds it: validate()'s replay lines print it.
-        return "Policy(angle='" + std::string(name(p.angle)) + "', table='" + name(p.table) +
-               "', arithmetic='" + name(p.arithmetic) + "', recipe='" + name(p.recipe) +
-               "', fused=" + (p.fused ? "True" : "False") +
-               ", trig_error=" + py::repr(py::float_(p.trig_error)).cast<std::string>() + ")";
-      });
+      .def(
+          "__eq__", [](const Policy& a, const Policy& b) { return same_policy(a, b); },
+          py::is_operator())
+      .def("__repr__", &policy_repr)
+      .def("__hash__", [](const Policy& p) { return py::hash(py::str(policy_repr(p))); });
 }
 
 }  // namespace ropecheck::python

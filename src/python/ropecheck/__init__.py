@@ -11,9 +11,11 @@ this file only moves tensors in and out:
 
 validate() runs `ropecheck validate` (RapidCheck lives in the executable, not in this shared
 object) and serves its kernel calls here: the executable sends each call over a pipe, the
-extension runs `fn(x, positions, spec)` on it and sends the result back (serve.cpp).
+extension runs `fn(x, positions, spec)` on it, in the calling thread, and sends the result back
+(serve.cpp). Ctrl-C stops it: the executable is killed and reaped, KeyboardInterrupt propagates.
 """
 
+import inspect
 import json
 import os
 import subprocess
@@ -294,71 +296,85 @@ class ValidationResult:
     __repr__ = __str__
 
 
-def _replay(data, kw):
-    """One rc.validate call per failed check: the same domain, seed and budget, one property."""
+def _replay(data, call):
+    """One rc.validate call per failed check: the same domain, seed and budget, one property.
+    call: validate()'s arguments; those left at their defaults are not repeated."""
+    defaults = {k: p.default for k, p in inspect.signature(validate).parameters.items()}
+    kw = {k: v for k, v in call.items()
+          if k in ("budget", "seed") or not _same(v, defaults.get(k))}
+    for k in ("dtypes", "layouts", "properties"):
+        kw.pop(k, None)
     out = []
     for c in (data or {}).get("configurations", []):
         cells = dict(c.get("properties", {}), Differential=c.get("differential", {}))
         for name in [n for n, cell in cells.items() if "replay" in cell]:
-            args = dict(kw, dtypes=[c["dtype"]], layouts=[c["layout"]], properties=[name])
-            out.append("rc.validate(fn, " + ", ".join(f"{k}={v!r}" for k, v in args.items()) +
-                       ")")
+            args = dict(dtypes=[c["dtype"]], layouts=[c["layout"]], properties=[name], **kw)
+            out.append("rc.validate(fn, " + ", ".join(f"{k}={_literal(v)}" for k, v in
+                                                      args.items()) + ")")
     return out
+
+
+def _same(a, b):
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return list(a) == list(b)
+    return type(a) is type(b) and a == b
+
+
+def _literal(v):
+    """v as Python source: Spec and Policy repr as the calls that rebuild them; tuples as lists."""
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_literal(e) for e in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(e)}" for k, e in v.items()) + "}"
+    if isinstance(v, (Policy, Spec)):
+        return "rc." + repr(v)
+    return repr(v)
 
 
 def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy=None,
              budget="quick", seed=1, in_place=False, magnitude_scale=False, scalings=(),
-             min_position=0, max_position=0, layouts_bitwise_symmetric=False, properties=None,
-             timeout=10.0, name=None):
+             min_position=0, max_position=0, layouts_bitwise_symmetric=False,
+             batch_invariant=False, properties=None, timeout=10.0, name=None):
     """Every property of the C++ suite, with `ropecheck validate`'s definitions, bounds and
     coverage rules, on the Python kernel fn(x, positions, spec) -> y.
 
     x: CPU torch tensor [tokens, heads, head_dim] of the dtype under test; positions: int64
-    [tokens] (or [tokens, n_axes]); spec: a Spec. The declared domain is a plain PyTorch RoPE
-    function's unless told otherwise: out-of-place (in_place=True: fn may rotate x in place and
-    return it or None), scale 1 (magnitude_scale=True: spec.scale may differ), no scaling variant
-    (scalings=["linear", ...]), any int64 position (min_position/max_position), the head dims
-    given (None: any). policy: a Policy for every dtype, or {dtype: Policy}."""
+    [tokens] for the 1-D layouts, [tokens, spec.n_axes] for the multi-axis ones (mrope, imrope,
+    axial; column a is axis a's position, e.g. t, h, w); spec: a Spec. fn runs in the calling
+    thread. The declared domain is a plain PyTorch RoPE function's unless told otherwise:
+    out-of-place (in_place=True: fn may rotate x in place and return it or None), scale 1
+    (magnitude_scale=True: spec.scale may differ), no scaling variant (scalings=["linear", ...]),
+    any int64 position (min_position/max_position), the head dims given (None: any).
+    policy: a Policy for every dtype, or {dtype: Policy}.
+    batch_invariant: False (PyTorch's CPU kernels do not promise it): TokensAreIndependent
+    compares each token's batched result with its single-token result within twice the derived
+    pair bound; True: bit for bit. layouts_bitwise_symmetric: the same for LayoutsArePermutations
+    (interleaved vs half).
+
+    Ctrl-C (or a signal handler that raises, or fn raising KeyboardInterrupt / SystemExit) stops
+    the run: the `ropecheck` process is killed and reaped, its files removed, and the exception
+    propagates."""
+    call = {k: v for k, v in locals().items() if k != "fn"}
     policy = policy if policy is not None else Policy()
     policies = policy if isinstance(policy, dict) else {d: policy for d in dtypes}
-    flags = ((0 if in_place else 0x4) | (0x2 if magnitude_scale else 0) |
-             (0x8 if layouts_bitwise_symmetric else 0))
+    flags = ((0 if in_place else _ropecheck.FLAG_NO_IN_PLACE) |
+             (_ropecheck.FLAG_MAGNITUDE_SCALE if magnitude_scale else 0) |
+             (_ropecheck.FLAG_LAYOUTS_BITWISE_SYMMETRIC if layouts_bitwise_symmetric else 0) |
+             (0 if batch_invariant else _ropecheck.FLAG_BATCH_VARIANT))
     desc = {"name": name or getattr(fn, "__name__", "fn"),
             "dtypes": _mask(dtypes, _DTYPES, "dtypes"),
             "layouts": _mask(layouts, _LAYOUTS, "layouts"),
             "scalings": _mask(scalings, _SCALINGS, "scalings"),
             "head_dims": list(head_dims or []), "policies": policies, "flags": flags,
             "min_position": int(min_position), "max_position": int(max_position)}
+    args = [executable(), "validate", "--dtypes", ",".join(dtypes), "--layouts",
+            ",".join(layouts), "--budget", budget, "--seed", str(seed), "--timeout", str(timeout)]
+    if properties:
+        args += ["--properties", ",".join(properties)]
     with tempfile.TemporaryDirectory(prefix="ropecheck-") as tmp:
         jpath = os.path.join(tmp, "validation.json")
-        req_r, req_w = os.pipe()  # requests: ropecheck -> here
-        rep_r, rep_w = os.pipe()  # replies: here -> ropecheck
-        args = [executable(), "validate", "--worker-fds", f"{rep_r},{req_w}",
-                "--dtypes", ",".join(dtypes), "--layouts", ",".join(layouts),
-                "--budget", budget, "--seed", str(seed), "--timeout", str(timeout),
-                "--json", jpath]
-        if properties:
-            args += ["--properties", ",".join(properties)]
-        # Files, not pipes: nobody reads a pipe while this thread serves kernel calls.
-        with open(os.path.join(tmp, "out"), "w+") as out, \
-                open(os.path.join(tmp, "err"), "w+") as err:
-            try:
-                proc = subprocess.Popen(args, stdout=out, stderr=err, pass_fds=(rep_r, req_w))
-            finally:
-                os.close(rep_r)
-                os.close(req_w)
-            serve_error = None
-            try:
-                _ropecheck._serve(req_r, rep_w, _kernel_call(fn, in_place), desc)
-            except RuntimeError as e:
-                serve_error = str(e)
-            finally:
-                os.close(req_r)
-                os.close(rep_w)
-            code = proc.wait()
-            out.seek(0)
-            err.seek(0)
-            text, stderr = out.read(), err.read()
+        code, text, stderr, serve_error = _run_served(args + ["--json", jpath], tmp,
+                                                      _kernel_call(fn, in_place), desc)
         data = None
         if os.path.exists(jpath):
             with open(jpath) as f:
@@ -368,6 +384,44 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
     if serve_error and code == 0:
         code = 1
         text += f"\nworker: {serve_error}\n"
-    kw = {"head_dims": list(head_dims) if head_dims else None, "policy": policy,
-          "budget": budget, "seed": seed}
-    return ValidationResult(code, text, data, stderr, _replay(data, kw))
+    return ValidationResult(code, text, data, stderr, _replay(data, call))
+
+
+def _run_served(args, tmp, call, desc):
+    """Runs `ropecheck validate --worker-fds` and serves its kernel calls until it ends:
+    (returncode, stdout, stderr, the worker's error or None). Whatever interrupts it (Ctrl-C),
+    the process is killed and reaped before the exception propagates."""
+    req_r, req_w = os.pipe()  # requests: ropecheck -> here
+    rep_r, rep_w = os.pipe()  # replies: here -> ropecheck
+    args = args + ["--worker-fds", f"{rep_r},{req_w}"]
+    # Files, not pipes: nobody reads a pipe while this thread serves kernel calls.
+    with open(os.path.join(tmp, "out"), "w+") as out, \
+            open(os.path.join(tmp, "err"), "w+") as err:
+        try:
+            proc = subprocess.Popen(args, stdout=out, stderr=err, pass_fds=(rep_r, req_w))
+        except BaseException:
+            for fd in (req_r, rep_w):
+                os.close(fd)
+            raise
+        finally:
+            os.close(rep_r)
+            os.close(req_w)
+        serve_error = None
+        try:
+            try:
+                # proc.kill ends the pipe: serve() returns once a signal handler raised.
+                _ropecheck._serve(req_r, rep_w, call, desc, proc.kill)
+            except RuntimeError as e:
+                serve_error = str(e)
+            finally:
+                os.close(req_r)
+                os.close(rep_w)
+            code = proc.wait()
+        except BaseException:
+            if proc.returncode is None:
+                proc.kill()
+                proc.wait()
+            raise
+        out.seek(0)
+        err.seek(0)
+        return code, out.read(), err.read(), serve_error

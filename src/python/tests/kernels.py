@@ -1,6 +1,6 @@
 """PyTorch RoPE kernels for the tests: correct ones (HF rotate_half, Meta complex, GPT-J
-interleaved, linear scaling) and broken ones, each with the bug real kernels have had. All
-written the way their models write them, none using ropecheck."""
+interleaved, linear scaling, Qwen2-VL M-RoPE) and broken ones, each with the bug real kernels
+have had. All written the way their models write them, none using ropecheck."""
 
 import torch
 
@@ -21,12 +21,11 @@ def rotate_half(x):
 
 
 def cos_sin(angles):
-    """cos/sin of f32 angles, rounded to f32 from f64. Why not angles.cos(): torch's f32 sin/cos
-    on CPU is not batch-invariant (SIMD SLEEF for full vectors, scalar libm for the tail, which
-    differ in the last bit), so a token's result depends on its neighbours and
-    TokensAreIndependent (bitwise) fails; the f64 results rounded to f32 agree but for ties."""
-    a = angles.double()
-    return a.cos().float(), a.sin().float()
+    """cos/sin of f32 angles in f32, as transformers does (emb.cos(), emb.sin()). Debian's torch
+    1.13 on CPU is not bitwise batch-invariant here: the same angle's cos can differ in its last
+    bit between a 1-token and a 6-token call (seen: rotary_dim 98, position 131071), which is why
+    rc.validate compares tokens within the bound unless batch_invariant=True."""
+    return angles.cos(), angles.sin()
 
 
 def hf_cos_sin(positions, spec, exponent_dim=None, offset=0):
@@ -52,8 +51,7 @@ def meta_rope(x, positions, spec):
     rd = spec.rotary_dim
     freqs = 1.0 / (spec.base ** (torch.arange(0, rd, 2)[: rd // 2].float() / rd))
     freqs = torch.outer(positions.float(), freqs)
-    cos, sin = cos_sin(freqs)
-    freqs_cis = torch.complex(cos, sin)  # torch.polar(1, freqs), batch-invariant (cos_sin)
+    freqs_cis = torch.polar(torch.ones_like(freqs), freqs)
     xr = x[..., :rd].float().reshape(*x.shape[:-1], -1, 2)
     out = torch.view_as_real(torch.view_as_complex(xr.contiguous()) * freqs_cis[:, None, :])
     return torch.cat((out.flatten(-2).type_as(x), x[..., rd:]), dim=-1)
@@ -73,6 +71,41 @@ def gptj_rope(x, positions, spec):
     cos = torch.repeat_interleave(cos, 2, dim=-1)[:, None, :].to(x.dtype)
     xr = x[..., :rd]
     return torch.cat((xr * cos + rotate_every_two(xr) * sin, x[..., rd:]), dim=-1)
+
+
+def mrope_cos_sin(positions, spec, axes=(0, 1, 2)):
+    """Qwen2-VL: cos/sin of one ladder over rotary_dim for each axis t, h, w ([3, T, rd]), then
+    apply_multimodal_rotary_pos_emb's split: chunk i of mrope_section * 2 is taken from axis
+    i % 3. positions: [T, 3] (HF's position_ids [3, batch, T], transposed, batch 1)."""
+    freqs = positions.T.float()[:, :, None] * inv_freq(spec)[None, None, :]  # [3, T, rd/2]
+    cos, sin = cos_sin(torch.cat((freqs, freqs), dim=-1))
+    split = list(spec.sections) * 2
+
+    def pick(t):
+        return torch.cat([m[axes[i % 3]] for i, m in enumerate(t.split(split, dim=-1))], dim=-1)
+
+    return pick(cos), pick(sin)
+
+
+def qwen2vl_mrope(x, positions, spec, axes=(0, 1, 2), sin_sign=1.0):
+    """Qwen2-VL's multimodal rotary embedding (half pairing, partial rotary as hf_rope); a 1-D
+    spec goes to hf_rope."""
+    if spec.layout != "mrope":
+        return hf_rope(x, positions, spec)
+    rd = spec.rotary_dim
+    cos, sin = mrope_cos_sin(positions, spec, axes)
+    cos, sin = cos.to(x.dtype)[:, None, :], sin.to(x.dtype)[:, None, :]
+    xr, xp = x[..., :rd], x[..., rd:]
+    return torch.cat((xr * cos + rotate_half(xr) * (sin_sign * sin), xp), dim=-1)
+
+
+def batch_dependent(x, positions, spec):
+    """Correct, but a batch of more than one token is rotated in f64 and rounded once, a single
+    token in the tensor's dtype: last-bit differences between a token batched and alone, each
+    within the bound of an f32-arithmetic policy (a vectorised body with a scalar tail)."""
+    if x.shape[0] > 1:
+        return hf_rope(x.double(), positions, spec).to(x.dtype)
+    return hf_rope(x, positions, spec)
 
 
 # ---- broken ----------------------------------------------------------------------------------
@@ -121,3 +154,23 @@ def nan_output(x, positions, spec):
     y = hf_rope(x, positions, spec)
     y[..., 0] = float("nan")
     return y
+
+
+def first_position_broadcast(x, positions, spec):
+    """positions[0] used for every token (the decode-step bug)."""
+    return hf_rope(x, positions[:1].expand_as(positions), spec)
+
+
+def mrope_h_w_swapped(x, positions, spec):
+    """M-RoPE reading the h sections from the w positions and back (position_ids rows swapped)."""
+    return qwen2vl_mrope(x, positions, spec, axes=(0, 2, 1))
+
+
+def mrope_sin_sign_flipped(x, positions, spec):
+    """M-RoPE turning the wrong way (transposed rotation)."""
+    return qwen2vl_mrope(x, positions, spec, sin_sign=-1.0)
+
+
+def mrope_sections_in_wrong_order(x, positions, spec):
+    """M-RoPE taking the chunks of mrope_section from axes w, h, t instead of t, h, w."""
+    return qwen2vl_mrope(x, positions, spec, axes=(2, 1, 0))

@@ -62,3 +62,55 @@ def test_reference_takes_torch_bf16_and_passes_dims_through():
     x = torch.randn(4, 3, 5).to(torch.bfloat16)
     y = rc.reference(x, torch.arange(4), spec)
     np.testing.assert_array_equal(y[..., 2:], x[..., 2:].double().numpy())
+
+
+REPR_SPECS = [
+    rc.Spec(head_dim=128, rotary_dim=64, base=10000.0, layout="half"),
+    rc.Spec(head_dim=64, layout="interleaved", scale=0.1 + 0.2, base=10000.1 + 0.2),
+    rc.Spec(head_dim=80, rotary_dim=40, layout="proportional"),
+    rc.Spec(head_dim=128, base=1000000.0, layout="mrope", sections=[16, 24, 24]),
+    rc.Spec(head_dim=128, layout="imrope", sections=[24, 20, 20]),
+    rc.Spec(head_dim=64, layout="axial", sections=[16, 16]),
+    rc.Spec(head_dim=64, scaling="linear", factor=4.0),
+    rc.Spec(head_dim=64, scaling="dynamic", factor=2.0, max_position_embeddings=2048,
+            seq_len=5000),
+    rc.Spec(head_dim=128, base=500000.0, scaling="llama3", factor=8.0, low_freq_factor=1.0,
+            high_freq_factor=4.0, original_max_position_embeddings=8192),
+    rc.Spec(head_dim=64, scaling="yarn", factor=40.0, original_max_position_embeddings=4096,
+            mscale=1.0, mscale_all_dim=1.0, truncate=False, beta_fast=16.0),
+    rc.Spec(head_dim=64, scaling="yarn", factor=4.0, original_max_position_embeddings=4096,
+            attention_factor=1.25),
+    rc.Spec(head_dim=8, scaling="freq_factors", freq_factors=[1.0, 2.0, 4.5, 1e-3]),
+    rc.Spec(head_dim=8, scaling="longrope", short_factor=[1.0, 1.5, 2.0, 2.5],
+            long_factor=[1.0, 3.0, 5.0, 7.25], original_max_position_embeddings=4096,
+            max_position_embeddings=131072, seq_len=8192),
+    rc.Spec.from_hf_config({"hidden_size": 4096, "num_attention_heads": 32,
+                            "rope_theta": 500000.0,
+                            "rope_scaling": {"rope_type": "llama3", "factor": 8.0,
+                                             "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                             "original_max_position_embeddings": 8192}}),
+]
+
+REPR_POLICIES = [
+    rc.Policy(),
+    rc.Policy(angle="f64", table="bf16", arithmetic="bf16", recipe="pow_product", fused=True,
+              trig_error=0.1 + 0.2),
+    rc.Policy(table="f16", arithmetic="f16", trig_error=3.0),
+]
+
+
+@pytest.mark.parametrize("x", REPR_SPECS + REPR_POLICIES, ids=repr)
+def test_repr_is_python_that_rebuilds_the_object(x):
+    y = eval(repr(x), {"Spec": rc.Spec, "Policy": rc.Policy})
+    assert y == x and repr(y) == repr(x) and hash(y) == hash(x)
+    assert eval(repr(x), vars(rc)) == x
+
+
+def test_equality_compares_every_field():
+    a = rc.Spec(head_dim=64, scaling="yarn", factor=4.0, original_max_position_embeddings=4096)
+    assert a != rc.Spec(head_dim=64, scaling="yarn", factor=4.0,
+                        original_max_position_embeddings=4096, attention_factor=1.0)
+    assert a != rc.Spec(head_dim=64, scaling="yarn", factor=4.0,
+                        original_max_position_embeddings=4096, truncate=False)
+    assert rc.Policy() != rc.Policy(trig_error=2.5) and rc.Policy() != rc.Policy(fused=True)
+    assert a != "spec" and rc.Policy() != None  # noqa: E711 (NotImplemented, not TypeError)

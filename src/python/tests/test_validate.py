@@ -61,6 +61,73 @@ def test_broken_kernel_is_caught(fn, layout, expected):
     assert f"properties=['{expected}']" in str(v)  # the Python replay of the counterexample
 
 
+def mrope_cells(v):
+    return next(c for c in v.json["configurations"] if c["layout"] == "mrope")["properties"]
+
+
+def test_qwen2vl_mrope_passes():
+    # Multi-axis calls give the kernel positions [tokens, 3] (t, h, w); the per-axis properties
+    # draw distinct positions per axis. half is declared too: EqualAxesReduceToOneDimensional
+    # compares the t = h = w call with the 1-D one (mrope alone: not applicable).
+    v = rc.validate(kernels.qwen2vl_mrope, dtypes=["f32"], layouts=["half", "mrope"],
+                    policy=F32)
+    assert v.passed, str(v)
+    for name in ["ComposesAdditivelyPerAxis", "ScoresDependOnlyOnAxisOffsets",
+                 "EqualAxesReduceToOneDimensional", "MatchesReferenceWithinBound"]:
+        assert mrope_cells(v)[name]["classification"] == "pass", (name, str(v))
+
+
+def test_mrope_only_kernel_is_exercised_by_the_one_dimensional_properties():
+    # Declared mrope alone: the 1-D properties call its specs with one position per token (t = h
+    # = w), so they run rather than being not applicable; only EqualAxesReduceToOneDimensional
+    # (no 1-D twin), the layout pair, partial rotary and in-place are.
+    v = rc.validate(kernels.qwen2vl_mrope, dtypes=["f32"], layouts=["mrope"], policy=F32)
+    assert v.passed, str(v)
+    cells = mrope_cells(v)
+    na = {n for n, c in cells.items() if c["classification"] == "not_applicable"}
+    assert na == {"EqualAxesReduceToOneDimensional", "LayoutsArePermutations",
+                  "PassThroughIsExact", "InPlaceEqualsOutOfPlace"}, str(v)
+    v = rc.validate(kernels.mrope_sin_sign_flipped, dtypes=["f32"], layouts=["mrope"],
+                    policy=F32, properties=["Differential", "MatchesReferenceWithinBound"])
+    assert failed_checks(v) == {"Differential", "MatchesReferenceWithinBound"}, str(v)
+
+
+@pytest.mark.parametrize("fn", [kernels.mrope_h_w_swapped, kernels.mrope_sections_in_wrong_order])
+def test_broken_mrope_is_caught_by_the_per_axis_property(fn):
+    # Invisible with t = h = w (EqualAxesReduceToOneDimensional passes): only the properties with
+    # distinct per-axis positions see it.
+    v = rc.validate(fn, dtypes=["f32"], layouts=["half", "mrope"], policy=F32,
+                    properties=["ComposesAdditivelyPerAxis", "EqualAxesReduceToOneDimensional"])
+    assert not v.passed
+    assert mrope_cells(v)["ComposesAdditivelyPerAxis"]["classification"] == "wrong_results", \
+        str(v)
+    assert mrope_cells(v)["EqualAxesReduceToOneDimensional"]["classification"] == "pass", str(v)
+    assert "properties=['ComposesAdditivelyPerAxis']" in str(v)
+
+
+def test_replay_lines_are_python_that_repeats_the_call():
+    pol = {"f32": F32}
+    v = rc.validate(kernels.positions_off_by_one, dtypes=["f32"], layouts=["half"], policy=pol,
+                    head_dims=[64], properties=["ZeroPositionIsIdentity"], seed=7,
+                    scalings=["linear"], batch_invariant=True, timeout=20.0)
+    assert not v.passed and len(v.replay) == 1, str(v)
+    compile(v.replay[0], "<replay>", "eval")
+    seen = {}
+
+    class Rc:
+        Policy, Spec = rc.Policy, rc.Spec
+
+        @staticmethod
+        def validate(fn, **kw):
+            seen.update(kw)
+
+    eval(v.replay[0], {"rc": Rc, "fn": None})
+    assert seen == dict(dtypes=["f32"], layouts=["half"], properties=["ZeroPositionIsIdentity"],
+                        policy=pol, head_dims=[64], seed=7, budget="quick", scalings=["linear"],
+                        batch_invariant=True, timeout=20.0), v.replay[0]
+    assert "  " + v.replay[0] in str(v)
+
+
 def test_in_place_aliasing_is_an_input_modified_fault():
     # An out-of-place kernel that writes into x: the worker's input guard sees it on the first
     # call (the property InputUntouched states the same; the fault ends the configuration first).
@@ -98,6 +165,25 @@ def test_bad_arguments_are_refused():
 
 
 @pytest.mark.long
+def test_batch_dependent_kernel_passes_unless_declared_batch_invariant():
+    # By default a token batched and alone are compared within twice the bound: passes. Declared
+    # batch-invariant, the same kernel's last-bit differences are a failure.
+    v = rc.validate(kernels.batch_dependent, dtypes=["f32"], layouts=["half"], policy=F32,
+                    properties=["TokensAreIndependent", "MatchesReferenceWithinBound"])
+    assert v.passed, str(v)
+    v = rc.validate(kernels.batch_dependent, dtypes=["f32"], layouts=["half"], policy=F32,
+                    properties=["TokensAreIndependent"], batch_invariant=True)
+    assert failed_checks(v) == {"TokensAreIndependent"}, str(v)
+    assert "!= batched" in str(v)
+
+
+def test_first_position_broadcast_is_caught_within_the_bound():
+    v = rc.validate(kernels.first_position_broadcast, dtypes=["f32"], layouts=["half"],
+                    policy=F32, properties=["TokensAreIndependent"])
+    assert failed_checks(v) == {"TokensAreIndependent"}, str(v)
+    assert "declared batch-variant, compared within twice the bound" in str(v)
+
+
 def test_standard_budget():
     v = rc.validate(kernels.hf_rope, dtypes=["f32", "bf16"], layouts=["half"], budget="standard",
                     policy={"f32": F32, "bf16": BF16})
