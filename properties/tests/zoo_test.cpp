@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
@@ -73,6 +74,24 @@ TEST(BugZoo, BatchDependentKernelPassesOnlyWhenDeclaredBatchVariant) {
     const auto v = P::check(p, ropecheck::zoo::batch_dependent(true), Dtype::f64, o);
     EXPECT_EQ(v.status, P::Status::passed) << P::name(p) << ": " << v.message;
   }
+}
+
+// A shrink budget spent mid-way still reports the smallest counterexample found, not the
+// budget's own discard ("shrink budget spent"): RapidCheck re-evaluates the shrunk case for its
+// description, which the spent budget refuses.
+TEST(BugZoo, SpentShrinkBudgetKeepsTheCounterexample) {
+  const auto& zoo = ropecheck::zoo::mutants();
+  const auto m = std::find_if(zoo.begin(), zoo.end(),
+                              [](const auto& z) { return z.name == "first_position_broadcast"; });
+  ASSERT_NE(m, zoo.end());
+  auto o = zoo_options();
+  o.shrink = true;
+  o.max_shrink_calls = 3;
+  o.id = "Zoo/first_position_broadcast_f32.TokensAreIndependent";
+  const auto v = P::check(P::Property::TokensAreIndependent, *m->kernel, Dtype::f32, o);
+  EXPECT_EQ(v.status, P::Status::failed) << v.message;
+  EXPECT_TRUE(v.shrink_budget_spent);
+  EXPECT_NE(v.message.find("!= batched"), std::string::npos) << v.message;
 }
 
 TEST(BugZoo, EveryMutantIsCaughtByItsNamedProperties) {
