@@ -94,6 +94,53 @@ TEST(BugZoo, SpentShrinkBudgetKeepsTheCounterexample) {
   EXPECT_NE(v.message.find("!= batched"), std::string::npos) << v.message;
 }
 
+// A kernel declaring one multi-axis layout only (the scaled baseline restricted to it) is
+// checked by the 1-D properties on its own specs, called with t = h = w, and passes them: they
+// are not skipped. Not applicable: the two-layout, partial-rotary properties (the probe grid
+// has no partial multi-axis spec) and EqualAxes without a 1-D half twin.
+class OnlyLayout final : public ropecheck::Kernel {
+ public:
+  OnlyLayout(const ropecheck::Kernel& k, ropecheck::Layout l) : k_(k), l_(l) {}
+  std::string name() const override { return k_.name() + "_only"; }
+  std::string description() const override { return k_.description(); }
+  ropecheck::Policy policy(Dtype d) const override { return k_.policy(d); }
+  ropecheck::Domain domain() const override { return k_.domain(); }
+  bool supports(const ropecheck::RopeSpec& s, Dtype d) const override {
+    return s.layout == l_ && k_.supports(s, d);
+  }
+  ropecheck::KernelStatus apply(const ropecheck::RopeSpec& s,
+                                const ropecheck::TensorArgs& a) const override {
+    return supports(s, a.dtype) ? k_.apply(s, a) : ropecheck::KernelStatus::unsupported;
+  }
+
+ private:
+  const ropecheck::Kernel& k_;
+  ropecheck::Layout l_;
+};
+
+TEST(BugZoo, MultiAxisOnlyKernelsGetTheOneDimensionalProperties) {
+  using ropecheck::Layout;
+  for (Layout l : {Layout::mrope, Layout::imrope, Layout::axial}) {
+    const OnlyLayout k(ropecheck::zoo::scaled_baseline(), l);
+    int ran = 0;
+    for (auto p : P::all_properties()) {
+      auto o = zoo_options();
+      o.id = "Zoo/" + k.name() + "_f32." + std::string(P::name(p));
+      const auto v = P::check(p, k, Dtype::f32, o);
+      if (v.status == P::Status::not_applicable) {
+        const bool expected = p == P::Property::LayoutsArePermutations ||
+                              p == P::Property::PassThroughIsExact ||
+                              p == P::Property::EqualAxesReduceToOneDimensional;
+        EXPECT_TRUE(expected) << P::name(p) << " n/a: " << v.message;
+        continue;
+      }
+      EXPECT_EQ(v.status, P::Status::passed) << P::name(p) << ": " << v.message;
+      ++ran;
+    }
+    EXPECT_GE(ran, 11) << static_cast<int>(l);
+  }
+}
+
 TEST(BugZoo, EveryMutantIsCaughtByItsNamedProperties) {
   const auto& zoo = ropecheck::zoo::mutants();
   ASSERT_GE(zoo.size(), 12u);
