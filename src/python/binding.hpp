@@ -22,8 +22,6 @@ void bind_spec(py::module_& m);
 void bind_check(py::module_& m);
 void bind_serve(py::module_& m);
 
-// The spec a plugin call carries, as the Spec the Python kernel receives.
-RopeSpec spec_from_c(const ropecheck_spec& c);
 // "f32" -> Dtype::f32; ValueError otherwise.
 Dtype dtype_arg(const std::string& s, const char* what);
 

@@ -108,7 +108,7 @@ int run_call(PyKernel& k, const ropecheck_spec& s, const ropecheck_tensor& t,
              std::optional<py::error_already_set>& raised) {
   try {
     const std::int64_t D = s.head_dim;
-    const RopeSpec spec = spec_from_c(s);
+    const RopeSpec spec = plugin::spec_from_c(s);
     py::array x = gather(t, D, t.in);
     static const char* names[] = {"f64", "f32", "f16", "bf16"};
     py::tuple r = k.call(x, names[t.dtype], positions_of(t, spec.n_axes()), spec);

@@ -203,40 +203,6 @@ Dtype dtype_arg(const std::string& s, const char* what) {
   return *d;
 }
 
-RopeSpec spec_from_c(const ropecheck_spec& c) {
-  RopeSpec s;
-  s.head_dim = c.head_dim;
-  s.rotary_dim = c.rotary_dim;
-  s.base = c.base;
-  s.layout = static_cast<Layout>(c.layout);
-  s.scale = c.scale;
-  const ropecheck_scaling& cs = c.scaling;
-  Scaling& sc = s.scaling;
-  sc.kind = static_cast<ScalingKind>(cs.kind);
-  sc.truncate = cs.truncate != 0;
-  sc.factor = cs.factor;
-  sc.original_max_position_embeddings = cs.original_max_position_embeddings;
-  sc.max_position_embeddings = cs.max_position_embeddings;
-  sc.seq_len = cs.seq_len;
-  sc.beta_fast = cs.beta_fast;
-  sc.beta_slow = cs.beta_slow;
-  sc.mscale = cs.mscale;
-  sc.mscale_all_dim = cs.mscale_all_dim;
-  if (cs.has_attention_factor) sc.attention_factor = cs.attention_factor;
-  sc.low_freq_factor = cs.low_freq_factor;
-  sc.high_freq_factor = cs.high_freq_factor;
-  const auto arr = [](const auto* p, std::int64_t n) {
-    return p && n > 0
-               ? std::vector<std::remove_const_t<std::remove_pointer_t<decltype(p)>>>(p, p + n)
-               : std::vector<std::remove_const_t<std::remove_pointer_t<decltype(p)>>>();
-  };
-  sc.short_factor = arr(cs.short_factor, cs.n_short_factor);
-  sc.long_factor = arr(cs.long_factor, cs.n_long_factor);
-  sc.freq_factors = arr(cs.freq_factors, cs.n_freq_factors);
-  s.sections = arr(c.sections, c.n_sections);
-  return s;
-}
-
 void bind_spec(py::module_& m) {
   py::class_<RopeSpec> c(m, "Spec",
                          "A RoPE configuration (the C++ RopeSpec): head_dim, rotary_dim, base, "

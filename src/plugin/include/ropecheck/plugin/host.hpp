@@ -24,6 +24,10 @@
 
 namespace ropecheck::plugin {
 
+// The RopeSpec a plugin call carries (the inverse of what the host sends; not normalized, kinds
+// and layouts not range-checked: callers serving the host's own calls, or checking first).
+RopeSpec spec_from_c(const ropecheck_spec& c);
+
 // The plugin cannot be used at all: missing file, not a shared object, no entry point, wrong ABI
 // version, malformed descriptor, crash while loading. The CLI maps it to exit status 2.
 class LoadError : public std::runtime_error {
