@@ -38,8 +38,8 @@
 //    fmms (2^-p relative): <= s (|x_a| + |x_b|) 2^-p (|m| theta_p + 4), added per element.
 // 7. Rounding test (Ziv): for a value v known to lie in [hi + lo - e, hi + lo + e], RN(v) is
 //    certified when the interval does not reach a rounding boundary of the candidate; the
-//    candidate's boundaries are half an ulp away, a quarter ulp on the short side of a power of
-//    two (taken on both sides, conservatively).
+//    candidate's boundaries are half an ulp away, except toward zero from a power of two, where
+//    the next value down is half an ulp away and the boundary a quarter ulp (inside_rounding).
 #include "ropecheck/reference/oracle.hpp"
 
 #include "ropecheck/reference/double_double.hpp"
@@ -68,10 +68,12 @@ namespace {
 using dd::add;
 using dd::DD;
 using dd::fast_two_sum;
+using dd::inside_rounding;
 using dd::mul;
 using dd::neg;
 using dd::two_prod;
 using dd::two_sum;
+using dd::ulp_of;
 
 constexpr int kTableBits = 10;  // K: table of 2^K + 1 angles 2 pi j / 2^K
 constexpr double kTrigError = 0x1p-100;
@@ -176,18 +178,6 @@ using u128 = unsigned __int128;
   const DD ca = T.cos_[j], sa = T.sin_[j];
   c = add(mul(ca, ct), neg(mul(sa, st)));
   s = add(mul(sa, ct), mul(ca, st));
-}
-
-// 2^(e - 52) for the double d's exponent e: the spacing of doubles at |d| (subnormals: 2^-1074).
-inline double ulp_of(double d) {
-  const std::uint64_t biased = (std::bit_cast<std::uint64_t>(d) >> 52) & 0x7ff;  // finite d
-  // 2^(E - 1075) for biased exponent E >= 1; subnormals share the smallest binade's 2^-1074.
-  if (biased <= 52)
-    return std::bit_cast<double>(std::uint64_t{1} << (biased == 0 ? 0 : biased - 1));
-  return std::bit_cast<double>((biased - 52) << 52);
-}
-inline bool is_power_of_two(double d) {
-  return (std::bit_cast<std::uint64_t>(d) & 0x000fffffffffffffULL) == 0;
 }
 
 }  // namespace
@@ -438,10 +428,8 @@ double ExactVector::diff(std::int64_t j, double got) const {
     const double rest = d.lo + t.lo;
     const double e = err_[k] + 0x1p-53 * std::fabs(rest);
     if (rest == 0 && err_[k] == 0) return d.hi;  // exact (includes an exact zero difference)
-    if (d.hi != 0 && std::isfinite(d.hi)) {
-      const double gap = ulp_of(d.hi) * (is_power_of_two(d.hi) ? 0.25 : 0.5);
-      if (std::fabs(rest) + e < gap) return d.hi;
-    }
+    if (d.hi != 0 && std::isfinite(d.hi) && inside_rounding(d.hi, rest, e, 0.5 * ulp_of(d.hi)))
+      return d.hi;
   }
   fall_back(true);
   return static_cast<double>(exact(got) - (*mp_)(j));
@@ -454,8 +442,7 @@ double ExactVector::rounded(std::int64_t j, Dtype d) const {
     if (c != 0 && std::isfinite(c)) {
       const double delta = (hi_[k] - c) + lo_[k];  // hi - c exact (c rounds hi to fewer bits)
       const double e = err_[k] + 0x1p-53 * std::fabs(delta);
-      const double gap = ulp(c, d) * (is_power_of_two(c) ? 0.25 : 0.5);
-      if (std::fabs(delta) + e < gap) return c;
+      if (inside_rounding(c, delta, e, 0.5 * ulp(c, d))) return c;
     }
   }
   fall_back(true);

@@ -8,6 +8,7 @@
 #include <mpfr.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -509,8 +510,13 @@ double ulp(double y, Dtype d) {
   const auto t = traits(d);
   if (std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
   if (y == 0) return min_subnormal(d);
-  const int e = std::isinf(y) ? t.emax : std::max(std::ilogb(y), t.emin);
-  return std::ldexp(1.0, e - t.digits + 1);
+  // The exponent from the bits (ilogb and ldexp were a tenth of the report's element loop): a
+  // subnormal double lies below every dtype's emin, and 2^k for k >= -1074 is built directly.
+  const auto biased = static_cast<int>((std::bit_cast<std::uint64_t>(y) >> 52) & 0x7ff);
+  const int e = std::isinf(y) ? t.emax : std::max(biased - 1023, t.emin);
+  const int k = e - t.digits + 1;
+  return k >= -1022 ? std::bit_cast<double>(static_cast<std::uint64_t>(k + 1023) << 52)
+                    : std::bit_cast<double>(std::uint64_t{1} << (k + 1074));
 }
 
 }  // namespace ropecheck::reference

@@ -7,6 +7,8 @@
 // fast path's error bound understated 2^12-fold it must find answers that differ.
 #include "ropecheck/reference/oracle.hpp"
 
+#include "ropecheck/reference/double_double.hpp"
+
 #include <gtest/gtest.h>
 #include <mpfr.h>
 
@@ -211,6 +213,45 @@ TEST(OracleCrossCheck, UnderstatedBoundIsCaught) {
   const Tally t = run(0x1p-10, 1);
   std::printf("bound x 2^-10: %ld answers, %ld mismatches\n", t.answers, t.mismatches);
   EXPECT_GT(t.mismatches, 0);
+}
+
+// The rounding test every fast answer passes through (dd::inside_rounding), against MPFR: when it
+// accepts [c + t - e, c + t + e], both ends round to c in the dtype (sound; it fails if the short
+// side below a power of two is given the long side's gap), and it accepts every interval that
+// stays within 0.9 of the true boundaries (tight; it fails with a symmetric quarter-ulp gap,
+// which sent every value just above a power of two to MPFR).
+TEST(OracleRoundingTest, AcceptsExactlyTheIntervalsThatRoundToTheCandidate) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> frac(-0.6, 0.6), efrac(0, 0.3);
+  long accepted = 0, wrong = 0, missed = 0;
+  for (Dtype d : kAllDtypes) {
+    std::normal_distribution<double> nd(0, 4);
+    for (int n = 0; n < 20000; ++n) {
+      // Half of the candidates are powers of two (either sign), the rest random dtype values.
+      double c = round_to_dtype(nd(rng), d);
+      if (n % 2) c = std::copysign(std::exp2(std::round(nd(rng))), c);
+      if (c == 0 || !std::isfinite(c)) continue;
+      const double q = ulp(c, d);  // the spacing above |c|
+      const double t = frac(rng) * q, e = (n % 3 ? efrac(rng) : 0x1p-20) * q;
+      const bool yes = dd::inside_rounding(c, t, e, 0.5 * q);
+      // The true boundaries: half the spacing away, a quarter below |c| = 2^k.
+      const double away = std::signbit(c) ? -t : t;
+      const bool pow2 = dd::is_power_of_two(c);
+      const bool well_inside = away + e <= 0.45 * q && e - away <= (pow2 ? 0.225 : 0.45) * q;
+      if (yes) {
+        ++accepted;
+        const Mp lo = exact(c) + exact(t) - exact(e), hi = exact(c) + exact(t) + exact(e);
+        wrong += round_to(lo, d) != c || round_to(hi, d) != c;
+      } else {
+        missed += well_inside;
+      }
+    }
+  }
+  std::printf("rounding test: %ld accepted, %ld wrongly, %ld well-inside intervals refused\n",
+              accepted, wrong, missed);
+  EXPECT_GT(accepted, 20000);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(missed, 0);
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 
 #include <array>
 #include <cmath>
-#include <limits>
 #include <memory>
 
 // GCC and clang (>= 14) on x86-64 build an FMA clone and a baseline clone of the dd hot paths (as
@@ -202,9 +201,9 @@ ref::MpVector rotate(const RopeSpec& spec, const Trig& t, const std::vector<doub
 // f64 outputs: g_a - yrec_a from the MPFR trig (three doubles) in exact products and dd sums,
 // see exact_rotation_diff; the MP part as above.
 // Rounding test: certified when [v - e, v + e] stays strictly inside the candidate's rounding
-// interval (half the gap to each neighbour, measured with nextafter). A zero or tiny candidate,
-// an input out of range or a failed test: the MP expression in scratch, the MPFR trig of the
-// pair computed then (once per position).
+// interval (half the gap to each neighbour: dd::inside_rounding, the oracle's test). A zero or tiny
+// candidate, an input out of range or a failed test: the MP expression in scratch, the MPFR trig of
+// the pair computed then (once per position).
 namespace {
 
 using reference::dd::add;
@@ -224,10 +223,8 @@ bool ordinary(const DD& v) { return ordinary(v.hi) && ordinary(v.lo); }
 bool certified(const DD& v, double e, double& out) {
   const double a = std::fabs(v.hi);
   if (!(a >= kTiny && a <= kHuge)) return false;
-  const double up = std::nextafter(v.hi, std::numeric_limits<double>::infinity()) - v.hi;
-  const double down = v.hi - std::nextafter(v.hi, -std::numeric_limits<double>::infinity());
-  const double margin = e * (1 + 0x1p-40);
-  if (!(up * 0.5 - v.lo > margin && down * 0.5 + v.lo > margin)) return false;
+  if (!reference::dd::inside_rounding(v.hi, v.lo, e, 0.5 * reference::dd::ulp_of(v.hi)))
+    return false;
   out = v.hi;
   return true;
 }

@@ -7,7 +7,9 @@
 // inlined into each clone to get its instructions.
 #pragma once
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 namespace ropecheck::reference::dd {
 
@@ -50,6 +52,32 @@ struct DD {
   DD p = two_prod(a.hi, b);
   p.lo += a.lo * b;
   return fast_two_sum(p.hi, p.lo);
+}
+
+// ---- Ziv's rounding test, shared by the oracle and the recipe reference
+// --------------------------
+
+// 2^(e - 52) for the finite double d's exponent e: the spacing of doubles at |d| (subnormals:
+// 2^-1074).
+inline double ulp_of(double d) {
+  const std::uint64_t biased = (std::bit_cast<std::uint64_t>(d) >> 52) & 0x7ff;
+  if (biased <= 52)
+    return std::bit_cast<double>(std::uint64_t{1} << (biased == 0 ? 0 : biased - 1));
+  return std::bit_cast<double>((biased - 52) << 52);
+}
+inline bool is_power_of_two(double d) {  // |d| = 2^k for a normal double d (or d = 0)
+  return (std::bit_cast<std::uint64_t>(d) & 0x000fffffffffffffULL) == 0;
+}
+// Does every value in [c + t - e, c + t + e] round to the candidate c, whose rounding boundaries
+// lie `half` away from it (half the spacing of its format at c)? Toward zero from a power of two
+// the next value is half as far, and so is the boundary. A power of two at the bottom of its
+// format's normal range has the same spacing below it: half as far is conservative there. No
+// margin is needed: a + e and e - a are rounded monotonically, and half (a power of two, or 0.5
+// times one) is a double, so RN(a + e) < half implies a + e < half.
+inline bool inside_rounding(double c, double t, double e, double half) {
+  const double away = std::signbit(c) ? -t : t;  // > 0: away from zero
+  const double toward_gap = is_power_of_two(c) ? 0.5 * half : half;
+  return away + e < half && e - away < toward_gap;
 }
 
 }  // namespace ropecheck::reference::dd
