@@ -74,29 +74,45 @@ std::vector<std::int64_t> bucket_positions(std::mt19937_64& rng, std::int64_t lo
   return p;
 }
 
+// A kernel's outputs as doubles, vector v at [v]: one flat buffer (a vector per output vector, and
+// fresh zeroed byte buffers per call, cost a tenth of the f64 sweep in allocation and page faults).
+class Outputs {
+ public:
+  const double* operator[](std::size_t v) const { return data_.data() + v * hd_; }
+
+ private:
+  friend bool run_kernel(const Kernel&, const RopeSpec&, Dtype, const std::vector<std::int64_t>&,
+                         std::int64_t, const std::vector<std::vector<double>>&, Outputs&);
+  std::vector<double> data_;
+  std::size_t hd_ = 0;
+};
+
 // Runs kernel k on `heads` vectors per position of one spec; returns the outputs as doubles, or
 // false when the kernel reports unsupported/error.
 bool run_kernel(const Kernel& k, const RopeSpec& spec, Dtype d,
                 const std::vector<std::int64_t>& positions, std::int64_t heads,
-                const std::vector<std::vector<double>>& in, std::vector<std::vector<double>>& out) {
+                const std::vector<std::vector<double>>& in, Outputs& out) {
   const std::int64_t n_tok = static_cast<std::int64_t>(positions.size());
   const std::int64_t hd = spec.head_dim;
+  const auto n = static_cast<std::size_t>(n_tok * heads * hd);
   const int bytes = traits(d).bytes;
-  std::vector<unsigned char> bin(static_cast<std::size_t>(n_tok * heads * hd * bytes));
-  std::vector<unsigned char> bout(bin.size());
+  // The dtype buffers of this thread, grown as needed and never shrunk.
+  thread_local std::vector<unsigned char> bin, bout;
+  if (bin.size() < n * bytes) bin.resize(n * bytes), bout.resize(n * bytes);
   for (std::int64_t v = 0; v < n_tok * heads; ++v)
     for (std::int64_t j = 0; j < hd; ++j) store(d, bin.data(), v * hd + j, in[v][j]);
   if (apply_contiguous(k, spec, d, n_tok, heads, positions.data(), bin.data(), bout.data()) !=
       KernelStatus::ok)
     return false;
-  out.assign(static_cast<std::size_t>(n_tok * heads), std::vector<double>(hd));
-  for (std::int64_t v = 0; v < n_tok * heads; ++v)
-    for (std::int64_t j = 0; j < hd; ++j) out[v][j] = load(d, bout.data(), v * hd + j);
+  out.hd_ = static_cast<std::size_t>(hd);
+  out.data_.resize(n);
+  for (std::size_t i = 0; i < n; ++i)
+    out.data_[i] = load(d, bout.data(), static_cast<std::int64_t>(i));
   return true;
 }
 
 // Per-pair error in u of an output against the exact vector; +inf when an output is not finite.
-double output_pair_error_u(const std::vector<double>& got, const ref::ExactVector& y,
+double output_pair_error_u(const double* got, const ref::ExactVector& y,
                            const std::vector<double>& x, std::int64_t a, std::int64_t b,
                            double magnitude, double u) {
   if (!std::isfinite(got[a]) || !std::isfinite(got[b])) return kInf;
@@ -128,7 +144,7 @@ SweepInputs draw_inputs(const Setup& S, int di, int si, int bi) {
 struct KernelRun {
   verify::PairChecker checker;
   bool supported = false;
-  std::vector<std::vector<double>> got;
+  Outputs got;
 };
 
 // What one sampled vector is compared with: the exact output (the oracle's answers: as double,
@@ -159,7 +175,7 @@ void fill_exact(VectorRef& v, const RopeSpec& spec, Dtype d) {
   v.yulp.resize(spec.head_dim);
   for (std::int64_t j = 0; j < spec.head_dim; ++j) {
     v.yd[j] = v.y.value(j);
-    v.yr[j] = v.y.rounded(j, d);
+    v.yr[j] = d == Dtype::f64 ? v.yd[j] : v.y.rounded(j, d);
     v.yulp[j] = ref::ulp(v.yr[j], d);
   }
 }
@@ -183,9 +199,9 @@ void fill_angle_errors(VectorRef& v, const RopeSpec& spec, RecipeReference& rr, 
 // output is not finite).
 // f64 outputs: the rotated pairs' differences from RecipeReference::exact_diff (the oracle's
 // double-double cannot resolve them and would recompute the vector in MPFR); the same doubles.
-void add_elements(ErrorStats& st, const RopeSpec& spec, const VectorRef& v,
-                  const std::vector<double>& g, std::vector<double>& diff, Dtype d,
-                  RecipeReference& rr, std::vector<char>& have) {
+void add_elements(ErrorStats& st, const RopeSpec& spec, const VectorRef& v, const double* g,
+                  std::vector<double>& diff, Dtype d, RecipeReference& rr,
+                  std::vector<char>& have) {
   diff.resize(static_cast<std::size_t>(spec.head_dim));
   have.assign(static_cast<std::size_t>(spec.head_dim), 0);
   if (d == Dtype::f64)
@@ -243,8 +259,8 @@ void add_bound(ErrorStats& st, double e, double bound) {
   if (!(e <= bound)) ++st.gt_bound;
 }
 
-void offer_worst_pair(ErrorStats& st, const VectorRef& v, const std::vector<double>& g,
-                      std::int64_t a, std::int64_t b, double e) {
+void offer_worst_pair(ErrorStats& st, const VectorRef& v, const double* g, std::int64_t a,
+                      std::int64_t b, double e) {
   if (!st.worst_pair.offer(e)) return;
   auto& w = st.worst_pair;
   w.value = e;
@@ -264,8 +280,8 @@ void offer_worst_pair(ErrorStats& st, const VectorRef& v, const std::vector<doub
 // Per-pair statistics of one output vector: error vs exact, split into angle-only error and
 // rotation error (vs the recipe-faithful rotation), and the bound utilization.
 void add_pairs(ErrorStats& st, OctaveStats& oc, const RopeSpec& spec, const VectorRef& v,
-               const std::vector<double>& g, const std::vector<double>& diff, RecipeReference& rr,
-               int slot, Dtype d, const std::vector<bounds::PairBound>& bnd, double u) {
+               const double* g, const std::vector<double>& diff, RecipeReference& rr, int slot,
+               Dtype d, const std::vector<bounds::PairBound>& bnd, double u) {
   const auto& au = v.angle_u[static_cast<std::size_t>(slot)];
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const auto [a, b] = spec.pair(i);
@@ -350,7 +366,7 @@ void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const Ro
       if (!runs[k].supported) continue;
       auto& st = R.stats[k];
       ++st.n_vectors;
-      const auto& g = runs[k].got[v];
+      const double* g = runs[k].got[v];
       add_elements(st, spec, vr, g, W.diff, d, W.recipe, W.have_diff);
       add_pairs(st, R.oct[k][static_cast<std::size_t>(octave_of(m))], spec, vr, g, W.diff, W.recipe,
                 W.slot[k], d, W.bnd[k], u);
@@ -470,7 +486,8 @@ void safe_probe_spec(const Setup& S, std::size_t k, int di, std::size_t si, std:
       S.o.seed, {2, k, static_cast<std::uint64_t>(di), si, static_cast<std::uint64_t>(m)}));
   const auto pos = probe_positions(rng, m);
   constexpr std::int64_t heads = 2;
-  std::vector<std::vector<double>> in, out;
+  std::vector<std::vector<double>> in;
+  Outputs out;
   for (std::size_t v = 0; v < pos.size() * heads; ++v)
     in.push_back(random_vector(rng, spec.head_dim, d));
   if (!run_kernel(*S.kernels[k], spec, d, pos, heads, in, out)) return;
@@ -509,8 +526,8 @@ bool score_sample(const Kernel& K, const RopeSpec& spec, Dtype d, std::mt19937_6
   std::uniform_int_distribution<std::int64_t> cd(0, kMaxOffset);
   const std::int64_t c = cd(rng);
   std::vector<std::vector<double>> in{random_vector(rng, spec.head_dim, d),
-                                      random_vector(rng, spec.head_dim, d)},
-      out;
+                                      random_vector(rng, spec.head_dim, d)};
+  Outputs out;
   if (!run_kernel(K, spec, d, {delta, delta + c}, 1, in, out)) return false;
   const auto rk = ref::apply_cached(spec, Mp(static_cast<long long>(c)), in[1]);
   Mp got_dot(0), exact_dot(0);
@@ -615,8 +632,8 @@ std::vector<SpecialInput> special_inputs(const Policy& pol, Dtype d) {
 
 // Does the output pair g follow the policy for input pair x at position m? Sets `expect` to the
 // policy's wording.
-bool follows_policy(const verify::PairChecker& pc, const std::vector<double>& x,
-                    const std::vector<double>& g, std::int64_t m, std::string& expect) {
+bool follows_policy(const verify::PairChecker& pc, const std::vector<double>& x, const double* g,
+                    std::int64_t m, std::string& expect) {
   const Dtype d = pc.dtype();
   const Policy& pol = pc.policy();
   const bool finite_in = std::isfinite(x[0]) && std::isfinite(x[1]);
@@ -675,10 +692,10 @@ SpecialValues special_values(const Setup& S, std::size_t k, int di) {
       for (auto& v : x) v = std::isfinite(v) ? round_to_dtype(v, d) : v;
       std::vector<double> x0 = x;
       x0[0] = x0[1] = 0;
-      std::vector<std::vector<double>> o1, o0;
+      Outputs o1, o0;
       if (!run_kernel(K, spec, d, {m}, 1, {x}, o1) || !run_kernel(K, spec, d, {m}, 1, {x0}, o0))
         continue;
-      const auto& g = o1[0];
+      const double* g = o1[0];
       SpecialCase sc{c.what, m, x[0], x[1], g[0], g[1], {}, true, false};
       bool ok = follows_policy(pc, x, g, m, sc.policy);
       for (int j = 2; j < 8; ++j)

@@ -218,22 +218,22 @@ double yarn_ramp_abs(const RopeSpec& spec) {
   return (2 * el + eh) / dn + 3 * u64;
 }
 
-// Section 1, ladder_f32 unscaled / linear / freq_factors: e^L - 1, or +inf outside the f32
-// normal range the derivation assumes. theta, theta_s: the exact unscaled and scaled theta_i.
-double ladder_f32_rel(const RopeSpec& spec, std::int64_t pair, double theta, double theta_s,
-                      double m) {
+// Section 1, ladder_f32 unscaled / linear / freq_factors: e^L - 1 = expm1(j lambda + n mu), n
+// counting the extra roundings (m itself above 2^24, the scaling), or +inf outside the f32
+// normal range the derivation assumes (theta, theta_s: the exact unscaled and scaled theta_i;
+// with |m| theta above 2^127, checked per position in angle_at).
+bool ladder_f32_always_inf(const RopeSpec& spec, double theta, double theta_s) {
+  return std::isinf(round_to_dtype(spec.base, Dtype::f32)) || std::min(theta, theta_s) < 0x1p-125;
+}
+double ladder_f32_rel(const RopeSpec& spec, std::int64_t pair, bool m_above_2_24) {
   constexpr double u = 0x1p-24;
-  const double inf = std::numeric_limits<double>::infinity();
-  if (std::isinf(round_to_dtype(spec.base, Dtype::f32)) || std::min(theta, theta_s) < 0x1p-125 ||
-      std::max(theta, theta_s) * std::max(m, 1.0) > 0x1p127)
-    return inf;
   const double mu = -std::log1p(-u), mu2 = -std::log1p(-2 * u);
   const auto [j, dim] = spec.ladder(pair);
   const double e1 = 2.0 / static_cast<double>(dim);
   const double lambda = e1 * std::log(spec.base) * u +
                         (exactly_representable(spec.base, Dtype::f32) ? 0.0 : e1 * (1 + u) * mu) +
                         mu2;
-  double n = static_cast<double>(j) + (m > 0x1p24 ? 1 : 0);
+  double n = static_cast<double>(j) + (m_above_2_24 ? 1 : 0);
   const Scaling& sc = spec.scaling;
   if (sc.kind == ScalingKind::linear)
     n += (exactly_representable(sc.factor, Dtype::f32) ? 0 : 1) + 2;
@@ -244,24 +244,28 @@ double ladder_f32_rel(const RopeSpec& spec, std::int64_t pair, double theta, dou
   return std::expm1(static_cast<double>(j) * lambda + n * mu) * (1 + 0x1p-40);
 }
 
-}  // namespace
-
-AngleBound angle_error_bound(const Policy& policy, const RopeSpec& spec, std::int64_t pair,
-                             double position) {
-  AngleBound a;
+// Everything of the angle bound that does not depend on |m|. theta_scaled: the spec's theta'
+// ladder (theta_ladder_f64), or empty for an unscaled spec.
+PairBounds::AngleTerms angle_terms(const Policy& policy, const RopeSpec& spec, std::int64_t pair,
+                                   const std::vector<double>& theta_scaled) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  PairBounds::AngleTerms t;
   const auto [j, dim] = spec.ladder(pair);
   const double e = 2.0 * static_cast<double>(j) / static_cast<double>(dim);
   const Scaling& sc = spec.scaling;
-  a.theta = sc.kind == ScalingKind::none ? std::pow(spec.base, -e)
-                                         : theta_ladder_f64(spec)[static_cast<std::size_t>(pair)];
-  const double m = std::fabs(position);
-  if (m == 0) return a;  // 0 * theta is exactly 0 in every recipe: no angle error at all
+  t.theta = sc.kind == ScalingKind::none ? std::pow(spec.base, -e)
+                                         : theta_scaled[static_cast<std::size_t>(pair)];
   if (policy.recipe == AngleRecipe::ladder_f32 &&
       (sc.kind == ScalingKind::none || sc.kind == ScalingKind::linear ||
        sc.kind == ScalingKind::freq_factors)) {
-    a.rel = ladder_f32_rel(spec, pair, std::pow(spec.base, -e), a.theta, m);
-    a.rad = std::isfinite(a.rel) ? a.rel * m * a.theta : std::numeric_limits<double>::infinity();
-    return a;
+    const double theta = std::pow(spec.base, -e);
+    t.ladder = true;
+    t.m_big = 0x1p24;
+    const bool always_inf = ladder_f32_always_inf(spec, theta, t.theta);
+    t.rel = always_inf ? inf : ladder_f32_rel(spec, pair, false);
+    t.rel_big = always_inf ? inf : ladder_f32_rel(spec, pair, true);
+    t.ladder_theta_max = std::max(theta, t.theta);
+    return t;
   }
   const bool dyn = sc.kind == ScalingKind::dynamic;
   const double base = dyn ? dynamic_base_f64(spec) : spec.base;
@@ -292,15 +296,31 @@ AngleBound angle_error_bound(const Policy& policy, const RopeSpec& spec, std::in
       rho += (sc.factor - 1) * yarn_ramp_abs(spec) + 4 * u64;
       break;
   }
-  double rel = rho + uA;  // the product m * theta'
-  if (m > std::ldexp(1.0, digits(ap))) rel += uA;
-  a.rel = rel;
-  a.rad = std::isfinite(rel) ? a.rel * m * a.theta : std::numeric_limits<double>::infinity();
+  t.rel = rho + uA;        // the product m * theta'
+  t.rel_big = t.rel + uA;  // |m| above 2^digits: m itself rounded into the angle precision
+  t.m_big = std::ldexp(1.0, digits(ap));
+  return t;
+}
+
+AngleBound angle_at(const PairBounds::AngleTerms& t, double position) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  AngleBound a;
+  a.theta = t.theta;
+  const double m = std::fabs(position);
+  if (m == 0) return a;  // 0 * theta is exactly 0 in every recipe: no angle error at all
+  a.rel = m > t.m_big ? t.rel_big : t.rel;
+  if (t.ladder && t.ladder_theta_max * std::max(m, 1.0) > 0x1p127) a.rel = inf;
+  a.rad = std::isfinite(a.rel) ? a.rel * m * a.theta : inf;
   return a;
 }
 
-PairBound pair_error_bound(const Policy& policy, const RopeSpec& spec, Dtype d, std::int64_t pair,
-                           double position) {
+std::vector<double> scaled_thetas(const RopeSpec& spec) {
+  return spec.scaling.kind == ScalingKind::none ? std::vector<double>{} : theta_ladder_f64(spec);
+}
+
+// Every term of the pair bound but the angle's (which set_angle adds): they do not depend on the
+// pair or the position.
+PairBound position_free_bound(const Policy& policy, const RopeSpec& spec, Dtype d) {
   PairBound b;
   const double uD = unit_roundoff(d);
   const Precision A = angle_precision(policy);  // f32 for hf_f32 and ladder_f32
@@ -309,10 +329,6 @@ PairBound pair_error_bound(const Policy& policy, const RopeSpec& spec, Dtype d, 
   const double uR = unit_roundoff(policy.arithmetic);
   const int pA = digits(A), pT = digits(policy.table), pR = digits(policy.arithmetic);
   b.u = uD;
-
-  // 1. angle
-  b.angle_detail = angle_error_bound(policy, spec, pair, position);
-  const double A_rel = std::min(b.angle_detail.rad, 2.0);
 
   // 2. trig + table (per entry, absolute since |cos|, |sin| <= 1), then sqrt(2) per pair.
   double eps = policy.trig_error * uA;
@@ -341,7 +357,6 @@ PairBound pair_error_bound(const Policy& policy, const RopeSpec& spec, Dtype d, 
   const double Tp = T_rel + Sc_rel;
   const double second = R_rel * Tp + S_rel * (Tp + R_rel) + S_rel * R_rel * Tp;
 
-  b.angle = A_rel / uD;
   b.trig = T_rel / uD;
   b.arithmetic = R_rel / uD;
   b.scale = Sc_rel / uD;
@@ -352,6 +367,39 @@ PairBound pair_error_bound(const Policy& policy, const RopeSpec& spec, Dtype d, 
   const double sub_R = min_subnormal(policy.arithmetic);
   b.underflow_pre_abs = std::sqrt(2.0) * 4 * sub_R / 2;
   b.underflow_abs = b.underflow_pre_abs + std::sqrt(2.0) * min_subnormal(d) / 2;
+  return b;
+}
+
+// 1. angle: min(|dphi|, 2) in units of u.
+void set_angle(PairBound& b, const AngleBound& a) {
+  b.angle_detail = a;
+  b.angle = std::min(a.rad, 2.0) / b.u;
+}
+
+}  // namespace
+
+AngleBound angle_error_bound(const Policy& policy, const RopeSpec& spec, std::int64_t pair,
+                             double position) {
+  return angle_at(angle_terms(policy, spec, pair, scaled_thetas(spec)), position);
+}
+
+PairBound pair_error_bound(const Policy& policy, const RopeSpec& spec, Dtype d, std::int64_t pair,
+                           double position) {
+  PairBound b = position_free_bound(policy, spec, d);
+  set_angle(b, angle_error_bound(policy, spec, pair, position));
+  return b;
+}
+
+PairBounds::PairBounds(const Policy& policy, const RopeSpec& spec, Dtype d)
+    : position_free_(position_free_bound(policy, spec, d)) {
+  const auto thetas = scaled_thetas(spec);
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i)
+    angle_.push_back(angle_terms(policy, spec, i, thetas));
+}
+
+PairBound PairBounds::at(std::int64_t pair, double position) const {
+  PairBound b = position_free_;
+  set_angle(b, angle_at(angle_[static_cast<std::size_t>(pair)], position));
   return b;
 }
 

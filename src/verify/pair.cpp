@@ -21,10 +21,11 @@ PairChecker::PairChecker(const Policy& policy, const RopeSpec& spec, Dtype dtype
       spec_(spec),
       dtype_(dtype),
       magnitude_(magnitude_f64(spec)),
-      u_(unit_roundoff(dtype)) {}
+      u_(unit_roundoff(dtype)),
+      bounds_(policy, spec, dtype) {}
 
 bounds::PairBound PairChecker::bound(std::int64_t pair, double position) const {
-  return bounds::pair_error_bound(policy_, spec_, dtype_, pair, position);
+  return bounds_.at(pair, position);
 }
 
 PairCheck PairChecker::check(std::int64_t pair, double position, double x_a, double x_b,

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <iomanip>
@@ -343,6 +344,65 @@ TEST(Bounds, UnderflowMakesTinyPairsLooser) {
   const auto b = bounds::pair_error_bound(kF64, spec128(), Dtype::f16, 1, 10);
   EXPECT_GT(b.total_u(1e-7), b.total_u(1.0));
   EXPECT_TRUE(std::isinf(b.total_u(0)));
+}
+
+// PairBounds (the per-spec table front ends use) answers what pair_error_bound answers, bit for
+// bit, across recipes, scalings, dtypes and the positions where a term switches (m = 0, the
+// angle precision's 2^digits, the ladder's 2^24 and its overflow edge).
+TEST(Bounds, PairBoundsTableEqualsTheFreeFunction) {
+  std::vector<RopeSpec> specs;
+  for (Layout l : {Layout::interleaved, Layout::half}) {
+    RopeSpec s;
+    s.head_dim = 64;
+    s.rotary_dim = 48;
+    s.layout = l;
+    specs.push_back(s.normalized());
+  }
+  RopeSpec lin = specs[0];
+  lin.scaling.kind = ScalingKind::linear;
+  lin.scaling.factor = 3;
+  RopeSpec l3 = specs[1];
+  l3.base = 500000;
+  l3.scaling = llama31_scaling();
+  RopeSpec yarn = specs[1];
+  yarn.scaling = deepseek_v3_yarn_scaling();
+  RopeSpec dyn = specs[0];
+  dyn.scaling.kind = ScalingKind::dynamic;
+  dyn.scaling.factor = 2;
+  dyn.scaling.max_position_embeddings = 4096;
+  dyn.scaling.seq_len = 10000;
+  RopeSpec ff = specs[0];
+  ff.scaling.kind = ScalingKind::freq_factors;
+  for (int i = 0; i < 24; ++i) ff.scaling.freq_factors.push_back(1.0 + i % 5);
+  for (const RopeSpec& s : {lin, l3, yarn, dyn, ff}) specs.push_back(s.normalized());
+  const Policy bf16_table{Dtype::f32, Dtype::bf16, Dtype::f32, AngleRecipe::pow_product, false, ""};
+  const double positions[] = {0, 1, -7, 4095, 0x1p24, 0x1p24 + 2, 0x1p53, 0x1p53 + 2, 1e36, 1e40};
+  int compared = 0;
+  for (const RopeSpec& s : specs)
+    for (const Policy& p : {kF64, kHf, kLadder, bf16_table})
+      for (Dtype d : kAllDtypes) {
+        const bounds::PairBounds table(p, s, d);
+        for (std::int64_t i = 0; i < s.n_pairs(); ++i)
+          for (double m : positions) {
+            const auto a = table.at(i, m), b = bounds::pair_error_bound(p, s, d, i, m);
+            for (auto [x, y] : {std::pair{a.angle, b.angle},
+                                {a.trig, b.trig},
+                                {a.arithmetic, b.arithmetic},
+                                {a.scale, b.scale},
+                                {a.storage, b.storage},
+                                {a.second_order, b.second_order},
+                                {a.underflow_abs, b.underflow_abs},
+                                {a.underflow_pre_abs, b.underflow_pre_abs},
+                                {a.u, b.u},
+                                {a.angle_detail.rel, b.angle_detail.rel},
+                                {a.angle_detail.theta, b.angle_detail.theta},
+                                {a.angle_detail.rad, b.angle_detail.rad}})
+              ASSERT_EQ(std::bit_cast<std::uint64_t>(x), std::bit_cast<std::uint64_t>(y))
+                  << describe(s) << " pair " << i << " m " << m;
+            ++compared;
+          }
+      }
+  EXPECT_GT(compared, 10000);
 }
 
 }  // namespace

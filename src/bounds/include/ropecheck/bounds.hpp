@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ropecheck::bounds {
 
@@ -73,6 +74,28 @@ AngleBound angle_error_bound(const Policy& policy, const RopeSpec& spec, std::in
 // |m| < 2^53; larger |m| only loosens nothing, since the recipe's own m-rounding term is included).
 PairBound pair_error_bound(const Policy& policy, const RopeSpec& spec, Dtype d, std::int64_t pair,
                            double position);
+
+// pair_error_bound for every pair of one (policy, spec, dtype) with the position-free work (pow,
+// log, the scaled theta ladder) done once: at(pair, m) is pair_error_bound(policy, spec, d, pair,
+// m) bit for bit (one code path computes both). For front ends that ask per position and pair.
+class PairBounds {
+ public:
+  PairBounds(const Policy& policy, const RopeSpec& spec, Dtype d);
+  PairBound at(std::int64_t pair, double position) const;
+
+  // What the angle bound of one pair needs beyond |m| (bounds.cpp).
+  struct AngleTerms {
+    double theta = 0;             // AngleBound::theta
+    bool ladder = false;          // ladder_f32 on the unscaled / linear / freq_factors ladder
+    double rel = 0, rel_big = 0;  // rel for |m| <= m_big and above
+    double m_big = 0;             // 2^digits(angle precision), 2^24 for the ladder
+    double ladder_theta_max = 0;  // the ladder's relative bound is inf above 2^127 / this
+  };
+
+ private:
+  PairBound position_free_;  // every term but the angle's
+  std::vector<AngleTerms> angle_;
+};
 
 // Two kernel applications K(K(x,a),b) against the exact s^2 R_{a+b} x, per pair, absolute:
 //   ||e|| <= s * E_a + E_b(z)      (E_a: pair bound of the first call at s||x_p||,

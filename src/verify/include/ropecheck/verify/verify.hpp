@@ -104,6 +104,7 @@ class PairChecker {
   Dtype dtype_;
   double magnitude_;
   double u_;
+  bounds::PairBounds bounds_;  // pow / log per pair once, not per position
 };
 
 // ---- one head vector ----------------------------------------------------------------------------
