@@ -11,6 +11,7 @@
 #include "ropecheck/verify/verify.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -195,32 +196,78 @@ void fill_angle_errors(VectorRef& v, const RopeSpec& spec, RecipeReference& rr, 
   }
 }
 
-// Per-element statistics of one output vector; returns got - exact per element (inf when the
-// output is not finite).
+// What the sweep derives from one kernel's output vector before any statistic: got - exact per
+// element (inf when the output is not finite), and per pair its error vs exact and vs the
+// recipe-faithful rotation (in u).
+struct Answers {
+  std::vector<double> diff, e, er;
+};
+
+// Fills A[k] for every supported kernel. A pair whose two outputs are bit-identical to an earlier
+// kernel's takes that kernel's answers (functions of the outputs and the vector; the rotation
+// error also of the recipe slot): 40% of the pairs in f64 and up to 73% in bf16, where the
+// built-in kernels agree to the bit, skip the exact references and two hypot calls.
 // f64 outputs: the rotated pairs' differences from RecipeReference::exact_diff (the oracle's
 // double-double cannot resolve them and would recompute the vector in MPFR); the same doubles.
-void add_elements(ErrorStats& st, const RopeSpec& spec, const VectorRef& v, const double* g,
-                  std::vector<double>& diff, Dtype d, RecipeReference& rr,
-                  std::vector<char>& have) {
-  diff.resize(static_cast<std::size_t>(spec.head_dim));
-  have.assign(static_cast<std::size_t>(spec.head_dim), 0);
-  if (d == Dtype::f64)
-    for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
-      const auto [a, b] = spec.pair(i);
-      if (std::isfinite(g[a]) && std::isfinite(g[b]) &&
-          rr.exact_diff(i, g[a], g[b], diff[a], diff[b]))
-        have[a] = have[b] = 1;
+void answer(std::vector<Answers>& A, const std::vector<KernelRun>& runs, std::size_t v,
+            const std::vector<int>& slot, const RopeSpec& spec, const VectorRef& vr, Dtype d,
+            RecipeReference& rr, double u) {
+  const auto hd = static_cast<std::size_t>(spec.head_dim);
+  const auto np = static_cast<std::size_t>(spec.n_pairs());
+  A.resize(runs.size());
+  const auto same = [](double p, double q) {
+    return std::bit_cast<std::uint64_t>(p) == std::bit_cast<std::uint64_t>(q);
+  };
+  const auto exact_diff = [&](const double* g, std::int64_t j) {
+    return std::isfinite(g[j]) ? vr.y.diff(j, g[j]) : kInf;
+  };
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    if (!runs[k].supported) continue;
+    const double* g = runs[k].got[v];
+    Answers& a = A[k];
+    a.diff.resize(hd);
+    a.e.resize(np);
+    a.er.resize(np);
+    for (std::size_t i = 0; i < np; ++i) {
+      const auto [ea, eb] = spec.pair(static_cast<std::int64_t>(i));
+      std::size_t twin = k;
+      for (std::size_t k2 = 0; k2 < k && twin == k; ++k2)
+        if (runs[k2].supported && same(runs[k2].got[v][ea], g[ea]) &&
+            same(runs[k2].got[v][eb], g[eb]))
+          twin = k2;
+      const bool finite = std::isfinite(g[ea]) && std::isfinite(g[eb]);
+      if (twin != k) {
+        a.diff[ea] = A[twin].diff[ea];
+        a.diff[eb] = A[twin].diff[eb];
+        a.e[i] = A[twin].e[i];
+      } else {
+        if (!(d == Dtype::f64 && finite &&
+              rr.exact_diff(static_cast<std::int64_t>(i), g[ea], g[eb], a.diff[ea], a.diff[eb]))) {
+          a.diff[ea] = exact_diff(g, ea);
+          a.diff[eb] = exact_diff(g, eb);
+        }
+        a.e[i] = verify::pair_error_u_of_norm(a.diff[ea], a.diff[eb], vr.norm[i], u);
+      }
+      if (twin != k && slot[twin] == slot[k]) {
+        a.er[i] = A[twin].er[i];
+      } else if (finite) {
+        double ra = 0, rb = 0;
+        rr.rotation_diff(slot[k], static_cast<std::int64_t>(i), g[ea], g[eb], d, ra, rb);
+        a.er[i] = verify::pair_error_u_of_norm(ra, rb, vr.norm[i], u);
+      } else {
+        a.er[i] = kInf;
+      }
     }
+    for (std::int64_t j = spec.rotary_dim; j < spec.head_dim; ++j) a.diff[j] = exact_diff(g, j);
+  }
+}
+
+// Per-element statistics of one output vector.
+void add_elements(ErrorStats& st, const RopeSpec& spec, const VectorRef& v, const double* g,
+                  const std::vector<double>& diff) {
   const auto& x = *v.x;
   for (std::int64_t j = 0; j < spec.head_dim; ++j) {
-    double e_ulp;
-    if (!std::isfinite(g[j])) {
-      diff[j] = kInf;
-      e_ulp = kInf;
-    } else {
-      if (!have[j]) diff[j] = v.y.diff(j, g[j]);
-      e_ulp = std::fabs(diff[j]) / v.yulp[j];
-    }
+    const double e_ulp = std::isfinite(g[j]) ? std::fabs(diff[j]) / v.yulp[j] : kInf;
     st.add_element(e_ulp);
     if (!(g[j] == v.yr[j])) ++st.not_correctly_rounded;
     const double ae = std::fabs(diff[j]);
@@ -280,24 +327,18 @@ void offer_worst_pair(ErrorStats& st, const VectorRef& v, const double* g, std::
 // Per-pair statistics of one output vector: error vs exact, split into angle-only error and
 // rotation error (vs the recipe-faithful rotation), and the bound utilization.
 void add_pairs(ErrorStats& st, OctaveStats& oc, const RopeSpec& spec, const VectorRef& v,
-               const double* g, const std::vector<double>& diff, RecipeReference& rr, int slot,
-               Dtype d, const std::vector<bounds::PairBound>& bnd, double u) {
+               const double* g, const Answers& ans, int slot,
+               const std::vector<bounds::PairBound>& bnd) {
   const auto& au = v.angle_u[static_cast<std::size_t>(slot)];
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const auto [a, b] = spec.pair(i);
     const double n = v.norm[static_cast<std::size_t>(i)];
-    const double e = verify::pair_error_u_of_norm(diff[a], diff[b], n, u);
+    const double e = ans.e[i], er = ans.er[i];
     ++st.n_pairs;
     ++oc.n_pairs;
     st.sum_pair2 += e * e;
     oc.sum_pair2 += e * e;
     if (e > oc.max_pair_u || std::isnan(e)) oc.max_pair_u = e;
-    double er = kInf;
-    if (std::isfinite(g[a]) && std::isfinite(g[b])) {
-      double ra = 0, rb = 0;
-      rr.rotation_diff(slot, i, g[a], g[b], d, ra, rb);
-      er = verify::pair_error_u_of_norm(ra, rb, n, u);
-    }
     st.max_angle_u = std::fmax(st.max_angle_u, au[i]);
     if (er > st.max_rot_u || std::isnan(er)) st.max_rot_u = er;
     st.sum_angle2 += au[i] * au[i];
@@ -315,8 +356,7 @@ struct SweepScratch {
   ref::Oracle oracle;
   RecipeReference recipe;
   VectorRef vr;
-  std::vector<double> diff;
-  std::vector<char> have_diff;  // add_elements: diff[j] answered by RecipeReference::exact_diff
+  std::vector<Answers> answers;  // per kernel, for the vector being compared
   std::vector<Policy> slot_policy;
   std::vector<int> slot;  // per kernel: its recipe slot
   std::vector<std::vector<bounds::PairBound>> bnd;
@@ -362,14 +402,15 @@ void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const Ro
     fill_exact(vr, spec, d);
     fill_norms(vr, spec, mag);
     fill_angle_errors(vr, spec, W.recipe, static_cast<int>(W.slot_policy.size()), u);
+    answer(W.answers, runs, v, W.slot, spec, vr, d, W.recipe, u);
     for (std::size_t k = 0; k < runs.size(); ++k) {
       if (!runs[k].supported) continue;
       auto& st = R.stats[k];
       ++st.n_vectors;
       const double* g = runs[k].got[v];
-      add_elements(st, spec, vr, g, W.diff, d, W.recipe, W.have_diff);
-      add_pairs(st, R.oct[k][static_cast<std::size_t>(octave_of(m))], spec, vr, g, W.diff, W.recipe,
-                W.slot[k], d, W.bnd[k], u);
+      add_elements(st, spec, vr, g, W.answers[k].diff);
+      add_pairs(st, R.oct[k][static_cast<std::size_t>(octave_of(m))], spec, vr, g, W.answers[k],
+                W.slot[k], W.bnd[k]);
     }
   }
 }
