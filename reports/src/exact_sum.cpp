@@ -21,36 +21,6 @@ void ExactSum::normalize() {
   pending_ = 0;
 }
 
-void ExactSum::add_scaled(std::uint64_t mant, int shift, bool neg) {
-  const int i = shift / 32, off = shift % 32;
-  const unsigned __int128 t = static_cast<unsigned __int128>(mant) << off;
-  const std::int64_t s = neg ? -1 : 1;
-  limb_[i] += s * static_cast<std::int64_t>(t & 0xffffffffu);
-  limb_[i + 1] += s * static_cast<std::int64_t>((t >> 32) & 0xffffffffu);
-  limb_[i + 2] += s * static_cast<std::int64_t>(t >> 64);
-  // Each addition moves a limb by < 2^32; normalizing every 2^30 keeps |limb| < 2^63.
-  if (++pending_ >= (1u << 30)) normalize();
-}
-
-ExactSum& ExactSum::operator+=(double v) {
-  if (std::isnan(v)) {
-    nan_ = true;
-  } else if (std::isinf(v)) {
-    (v > 0 ? pos_inf_ : neg_inf_) = true;
-  } else if (v != 0) {
-    const auto bits = std::bit_cast<std::uint64_t>(v);
-    const int e = static_cast<int>((bits >> 52) & 0x7ff);
-    std::uint64_t mant = bits & ((std::uint64_t{1} << 52) - 1);
-    int shift = 0;  // value = mant * 2^(shift - 1074)
-    if (e != 0) {
-      mant |= std::uint64_t{1} << 52;
-      shift = e - 1;
-    }
-    add_scaled(mant, shift, std::signbit(v));
-  }
-  return *this;
-}
-
 ExactSum& ExactSum::operator+=(const ExactSum& o) {
   ExactSum b = o;
   b.normalize();

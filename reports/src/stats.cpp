@@ -62,16 +62,16 @@ void QuantileSketch::add(double v) {
     const auto bits = std::bit_cast<std::uint64_t>(v);
     const int biased = static_cast<int>(bits >> 52);
     const int ex = biased == 0 ? kMinExp - 1 : biased - 1022;
-    const double m =
-        std::bit_cast<double>((bits & 0x000fffffffffffffULL) | (std::uint64_t{1022} << 52));
     if (ex < kMinExp) {
       key = 1;  // below 2^-65: lumped into the lowest bin (its upper edge is still tiny)
     } else if (ex > kMaxExp) {
       ++other_[kNonFinite - 1];
       return;
     } else {
-      const auto sub =
-          std::min<std::int32_t>(kSub - 1, static_cast<std::int32_t>((m - 0.5) * 2 * kSub));
+      // The sub-bin floor((m - 1/2) 2 kSub) of m = (1 + f) / 2: floor(kSub f), the top 8 bits of
+      // the fraction f.
+      static_assert(kSub == 256);
+      const auto sub = static_cast<std::int32_t>((bits & 0x000fffffffffffffULL) >> 44);
       key = 1 + (ex - kMinExp) * kSub + sub;
     }
   }

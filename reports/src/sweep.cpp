@@ -281,8 +281,7 @@ void add_elements(ErrorStats& st, const RopeSpec& spec, const VectorRef& v, cons
     w.position = v.position;
     w.element = j;
     w.got = g[j];
-    w.expected = ref::to_decimal(v.y.mp(j), 25);  // rare: a new maximum
-    w.expected_rounded = v.yr[j];
+    w.expected_rounded = v.yr[j];  // w.expected: fill_expected, for the unit's final maximum
     // The pair the element belongs to (pass-through elements: itself).
     w.pair_a = w.pair_b = j;
     for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
@@ -318,8 +317,7 @@ void offer_worst_pair(ErrorStats& st, const VectorRef& v, const double* g, std::
   w.pair_b = b;
   w.in_a = (*v.x)[a];
   w.in_b = (*v.x)[b];
-  w.expected = ref::to_decimal(v.y.mp(a), 25) + ", " + ref::to_decimal(v.y.mp(b), 25);
-  w.expected_rounded = v.yr[a];
+  w.expected_rounded = v.yr[a];  // w.expected: fill_expected
   w.got = g[a];
   w.got_b = g[b];
 }
@@ -346,6 +344,22 @@ void add_pairs(ErrorStats& st, OctaveStats& oc, const RopeSpec& spec, const Vect
     add_bound(st, e, bnd[i].total_u(n));
     offer_worst_pair(st, v, g, a, b, e);
   }
+}
+
+// The exact values of a unit's worst cases, in decimal: once per unit and kernel rather than at
+// every new maximum (each of which made the oracle compute its whole vector in MPFR). An exact
+// element depends only on its pair's inputs, which the worst case holds.
+void fill_expected(WorstCase& w, const RopeSpec& spec, bool pair) {
+  if (w.value < 0) return;
+  std::vector<double> x(static_cast<std::size_t>(spec.head_dim), 0.0);
+  x[static_cast<std::size_t>(w.pair_a)] = w.in_a;
+  x[static_cast<std::size_t>(w.pair_b)] = w.in_b;
+  // One position per axis, as reference::ExactVector asks apply_cached.
+  const ref::Positions p(static_cast<std::size_t>(spec.n_axes()),
+                         Mp(static_cast<long long>(w.position)));
+  const auto y = ref::apply_cached(spec, p, x);
+  w.expected = pair ? ref::to_decimal(y[w.pair_a], 25) + ", " + ref::to_decimal(y[w.pair_b], 25)
+                    : ref::to_decimal(y[w.element], 25);
 }
 
 // A unit's reusable state: the oracle of its spec, the recipe-faithful reference, the vector
@@ -437,6 +451,10 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
   SweepScratch W(spec, S.o.oracle_mpfr);
   for (std::size_t p = 0; p < in.positions.size(); ++p)
     sweep_position(R, runs, spec, d, si, in, p, W);
+  for (auto& st : R.stats) {
+    fill_expected(st.worst_ulp, spec, false);
+    fill_expected(st.worst_pair, spec, true);
+  }
   R.counts.vectors = W.oracle.vectors();
   R.counts.fallbacks = W.oracle.fallbacks();
   R.counts.recipe_pairs = W.recipe.questions();

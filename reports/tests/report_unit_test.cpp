@@ -464,6 +464,80 @@ TEST(ReportRecipe, UnderstatedBoundIsCaught) {
   EXPECT_EQ(mismatches(1), 0);
 }
 
+// The angle path's bound must be seen to fail too, but random inputs cannot show it: element a's
+// angle difference x_a dC - x_b dS (dC = S (cos a' - cos a), dS = S (sin a' - sin a)) has its
+// last bit at ~2^-52 of its size, far above the fast path's error (~2^-96 |x| M, M ~ |a' - a|).
+// So each pair's x_b is RN(x_a dC / dS) (dC / dS from the MP trig of both angles): element a's
+// difference cancels to ~2^-53 |x_b dS|, its last bit ~2^-105 |x| M, at the dd path's
+// resolution. With the stated bound the rounding test refuses these (MPFR answers) and every
+// answer is the MP definition's; with the bound scaled by 2^-20 the fast path accepts answers that
+// differ from it. An f32-angle recipe (large delta) and an f64-angle one (delta ~ 2^-53 |a|).
+TEST(ReportRecipe, UnderstatedAngleBoundIsCaught) {
+  ref::set_precision_bits(161);
+  RopeSpec s;
+  s.head_dim = 64;
+  s.base = 10000;
+  s.layout = Layout::interleaved;
+  s = s.normalized();
+  struct Count {
+    int bad_a = 0, bad_b = 0;  // answers that differ from the MP definition, per element
+    std::int64_t fallbacks = 0, questions = 0;
+  };
+  auto mismatches = [&](const Policy& pol, double scale) {
+    detail::RecipeReference rr(s, false, scale);
+    std::mt19937_64 rng(4);
+    std::normal_distribution<double> nd;
+    Count n;
+    for (std::int64_t m : {3LL, 1234LL, 65537LL, 999999LL}) {
+      rr.set_position(m, {pol});
+      const auto rt = detail::recipe_trig(pol, s, m), et = detail::exact_trig(s, m);
+      for (int v = 0; v < 4; ++v) {
+        std::vector<double> x(64);
+        std::vector<char> use(static_cast<std::size_t>(s.n_pairs()));
+        for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+          const auto [a, b] = s.pair(i);
+          const auto k = static_cast<std::size_t>(i);
+          const ref::Mp ds = rt.s[k] - et.s[k];
+          x[a] = nd(rng);
+          use[k] = ds != 0;  // the angles agree (pair 0 here): nothing to cancel, not asked
+          x[b] =
+              use[k] ? static_cast<double>(ref::exact(x[a]) * (rt.c[k] - et.c[k]) / ds) : nd(rng);
+        }
+        rr.set_vector(x.data());
+        const auto y = ref::apply_cached(s, ref::Mp(static_cast<long long>(m)), x);
+        const auto yr = detail::rotate(s, rt, x);
+        for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+          if (!use[static_cast<std::size_t>(i)]) continue;
+          const auto [a, b] = s.pair(i);
+          double da = 0, db = 0;
+          rr.angle_diff(0, i, da, db);
+          n.bad_a += std::fabs(da) != std::fabs(static_cast<double>(yr[a] - y[a]));
+          n.bad_b += std::fabs(db) != std::fabs(static_cast<double>(yr[b] - y[b]));
+        }
+      }
+    }
+    n.fallbacks = rr.fallbacks();
+    n.questions = rr.questions();
+    return n;
+  };
+  for (const Policy& pol : {find_builtin_kernel("table_f32")->policy(Dtype::f32),
+                            find_builtin_kernel("scalar")->policy(Dtype::f64)}) {
+    for (int e : {-10, -20, -30, 0}) {
+      const Count n = mismatches(pol, std::ldexp(1.0, e));
+      std::printf(
+          "angle %s, bound x 2^%d: %d + %d mismatches (a + b), %lld of %lld pairs by MPFR\n",
+          name(angle_precision(pol)), e, n.bad_a, n.bad_b, static_cast<long long>(n.fallbacks),
+          static_cast<long long>(n.questions));
+      if (e == -20) {
+        EXPECT_GT(n.bad_a + n.bad_b, 0) << name(angle_precision(pol));
+      }
+      if (e == 0) {
+        EXPECT_EQ(n.bad_a + n.bad_b, 0) << name(angle_precision(pol));
+      }
+    }
+  }
+}
+
 TEST(ReportSchema, ValidatorAcceptsAndRejects) {
   const json schema = json::parse(R"({
     "type": "object", "required": ["a", "n"], "additionalProperties": false,
