@@ -170,5 +170,30 @@ void sampled(Dtype d, std::uint64_t seed) {
 TEST(ReferenceRounding, SampledF32AgainstMpfrGetFlt) { sampled(Dtype::f32, 0x5eed32); }
 TEST(ReferenceRounding, SampledF64AgainstMpfrGetD) { sampled(Dtype::f64, 0x5eed64); }
 
+// The core's round_to_dtype (inputs, kernels' storage, the oracle's candidates; for f32 the
+// hardware conversion) against round_to on the same doubles: random doubles over each format's
+// range from below its smallest subnormal to beyond max, its ties and their neighbours.
+TEST(ReferenceRounding, CoreRoundToDtypeEqualsRoundTo) {
+  std::mt19937_64 rng(0x5eedc0);
+  for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+    const auto t = traits(d);
+    long differ = 0;
+    for (int i = 0; i < 200000; ++i) {
+      const int lo = t.emin - t.digits - 2, hi = t.emax + 2;
+      const int e = lo + static_cast<int>(rng() % std::uint64_t(hi - lo + 1));
+      double x = std::ldexp(1.0 + static_cast<double>(rng() >> 12) * 0x1p-52, e);
+      if (i % 3 == 1) {  // a tie of the format, or a double next to it
+        const double q = std::ldexp(1.0, std::max(e, t.emin) - t.digits + 1);
+        x = std::ldexp(1.0, e) + (static_cast<double>(rng() % 64) + 0.5) * q;
+        x = i % 2 ? x : std::nextafter(x, rng() % 2 ? kInf : 0.0);
+      }
+      if (rng() % 2) x = -x;
+      const double a = round_to_dtype(x, d), b = round_to(exact(x), d);
+      differ += std::bit_cast<std::uint64_t>(a) != std::bit_cast<std::uint64_t>(b);
+    }
+    EXPECT_EQ(differ, 0) << name(d);
+  }
+}
+
 }  // namespace
 }  // namespace ropecheck::reference

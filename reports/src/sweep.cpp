@@ -79,12 +79,12 @@ std::vector<std::int64_t> bucket_positions(std::mt19937_64& rng, std::int64_t lo
 // fresh zeroed byte buffers per call, cost a tenth of the f64 sweep in allocation and page faults).
 class Outputs {
  public:
-  const double* operator[](std::size_t v) const { return data_.data() + v * hd_; }
+  const double* operator[](std::size_t v) const { return data_.get() + v * hd_; }
 
  private:
   friend bool run_kernel(const Kernel&, const RopeSpec&, Dtype, const std::vector<std::int64_t>&,
                          std::int64_t, const std::vector<std::vector<double>>&, Outputs&);
-  std::vector<double> data_;
+  std::unique_ptr<double[]> data_;  // not zeroed first: every element is written
   std::size_t hd_ = 0;
 };
 
@@ -106,7 +106,7 @@ bool run_kernel(const Kernel& k, const RopeSpec& spec, Dtype d,
       KernelStatus::ok)
     return false;
   out.hd_ = static_cast<std::size_t>(hd);
-  out.data_.resize(n);
+  out.data_.reset(new double[n]);
   for (std::size_t i = 0; i < n; ++i)
     out.data_[i] = load(d, bout.data(), static_cast<std::int64_t>(i));
   return true;

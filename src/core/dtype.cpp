@@ -14,6 +14,9 @@ std::optional<Dtype> parse_dtype(std::string_view s) {
 
 double round_to_dtype(double x, Dtype d) {
   if (d == Dtype::f64 || !std::isfinite(x) || x == 0.0) return x;
+  // IEEE double -> binary32 conversion is this rounding (nearest-even, gradual underflow, inf
+  // beyond max + half an ulp) in one instruction.
+  if (d == Dtype::f32) return static_cast<float>(x);
   const auto t = traits(d);
   // Quantum of the binade of x, clamped at the subnormal quantum. x / q is exact (power of two,
   // no double underflow since q >= 2^-149), and nearbyint rounds to nearest-even under the
