@@ -307,15 +307,15 @@ const std::array<DD, 11>& inv_fact() {
   }
 }
 
-// Three doubles t0 + t1 + t2 within 2^-159 |x| of x (x finite, p >= 53 bits).
-std::array<double, 3> split3(mpfr_srcptr x) {
-  Mpfr r(mpfr_get_prec(x));
+// Three doubles t0 + t1 + t2 within 2^-159 |x| of x (x finite, p >= 53 bits). r: scratch of at
+// least x's precision (x - RN(x) then needs no rounding).
+std::array<double, 3> split3(mpfr_srcptr x, mpfr_ptr r) {
   std::array<double, 3> t{};
-  mpfr_set(r.v, x, MPFR_RNDN);
-  for (double& w : t) {
-    w = mpfr_get_d(r.v, MPFR_RNDN);
-    mpfr_sub_d(r.v, r.v, w, MPFR_RNDN);  // exact
-  }
+  t[0] = mpfr_get_d(x, MPFR_RNDN);
+  mpfr_sub_d(r, x, t[0], MPFR_RNDN);  // exact
+  t[1] = mpfr_get_d(r, MPFR_RNDN);
+  mpfr_sub_d(r, r, t[1], MPFR_RNDN);  // exact
+  t[2] = mpfr_get_d(r, MPFR_RNDN);
   return t;
 }
 
@@ -429,7 +429,7 @@ struct RecipeReference::Impl {
   int n_slots = 0;
   std::int64_t m = 0;
   const double* x = nullptr;
-  Mpfr t1, t2, wide, wide2, xa, xb;
+  Mpfr t1, t2, wide, wide2, xa, xb, angle53;  // scratch
 
   Impl(const RopeSpec& sp, bool mpfr, double scale)
       : spec(sp),
@@ -460,9 +460,10 @@ struct RecipeReference::Impl {
         wide(2 * prec + 8),
         wide2(2 * prec + 8),
         xa(53),
-        xb(53) {
+        xb(53),
+        angle53(53) {
     s_dd = to_dd(s_raw(), wide2.v);
-    for (const auto& t : theta) theta3.push_back(split3(t.backend().data()));
+    for (const auto& t : theta) theta3.push_back(split3(t.backend().data(), wide2.v));
     if (!mpfr_only) oracle = std::make_unique<ref::Oracle>(sp, ref::OracleMode::fast);
   }
 
@@ -487,21 +488,20 @@ struct RecipeReference::Impl {
     mpfr_sin_cos(ss[i], sc[i], t1.v, MPFR_RNDN);
     mpfr_mul(sc[i], s_raw(), sc[i], MPFR_RNDN);
     mpfr_mul(ss[i], s_raw(), ss[i], MPFR_RNDN);
-    sc3[i] = split3(sc[i]);
-    ss3[i] = split3(ss[i]);
+    sc3[i] = split3(sc[i], wide2.v);
+    ss3[i] = split3(ss[i], wide2.v);
     exact3[i] = usable3(sc3[i]) && usable3(ss3[i]);
     have_exact[i] = 1;
   }
   // The slot's MPFR trig of pair i (on first use at this position).
   void recipe_trig_mp(Slot& sl, std::size_t i) {
     if (sl.have_trig[i]) return;
-    Mpfr a(53);
-    mpfr_set_d(a.v, sl.angle[i], MPFR_RNDN);  // exact
-    mpfr_sin_cos(sl.s[i], sl.c[i], a.v, MPFR_RNDN);
+    mpfr_set_d(angle53.v, sl.angle[i], MPFR_RNDN);  // exact
+    mpfr_sin_cos(sl.s[i], sl.c[i], angle53.v, MPFR_RNDN);
     mpfr_mul(wide.v, s_raw(), sl.c[i], MPFR_RNDN);  // exact: 2p bits
-    sl.c3[i] = split3(wide.v);
+    sl.c3[i] = split3(wide.v, wide2.v);
     mpfr_mul(wide.v, s_raw(), sl.s[i], MPFR_RNDN);
-    sl.s3[i] = split3(wide.v);
+    sl.s3[i] = split3(wide.v, wide2.v);
     sl.exact3[i] = usable3(sl.c3[i]) && usable3(sl.s3[i]);
     sl.have_trig[i] = 1;
   }
