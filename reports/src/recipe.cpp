@@ -386,6 +386,7 @@ struct RecipeReference::Impl {
     std::vector<char> fast;               // the dd quantities are usable
     std::vector<char> identity;           // a' = 0 and m = 0: c' = 1, s' = 0, sc = S, ss = 0
     std::vector<char> have_trig, have_y;  // c/s hold the MPFR trig; ya/yb this vector's rotation
+    std::vector<char> have_trig3;         // c3/s3 from recipe_trig3's correction (c/s not set)
     std::vector<std::array<double, 3>> c3, s3;  // S c', S s' in three doubles (with c/s)
     std::vector<char> exact3;                   // c3/s3 usable (parts 0 or >= 2^-500)
     Slot(std::size_t n, mpfr_prec_t p) : c(n, p), s(n, p), ya(n, p), yb(n, p) {}
@@ -403,16 +404,21 @@ struct RecipeReference::Impl {
   double mp_err;   // 2^-(p-4)
 
   // RN(g - y) per element for y = (c x_a - s x_b, s x_a + c x_b), c and s held as three doubles
-  // (exact_rotation_diff), each certified against its bound (exact part 2^-101 of the summed
-  // magnitudes, MP part mp_err); false: the rounding test cannot decide.
+  // (exact_rotation_diff), each certified against its bound: the exact part 2^-101 of the summed
+  // magnitudes; the MP part mp_err, plus the three doubles' own 2^-157 (per unit of S_b (|x_a| +
+  // |x_b|): split3's 2^-159 relative, stated separately because mp_err shrinks with --ref-bits),
+  // plus `approx` for c and s that are not the MP values themselves (recipe_trig3). False: the
+  // rounding test cannot decide.
   bool certified_diff3(double ga, double gb, double xa, double xb, const std::array<double, 3>& c,
-                       const std::array<double, 3>& s, double& da, double& db) const {
+                       const std::array<double, 3>& s, double approx, double& da,
+                       double& db) const {
     const double mp_part = s_bound * (std::fabs(xa) + std::fabs(xb));
+    const double held = (0x1p-157 + approx) * mp_part;
     double sa = 0, sb = 0;
     const DD ra = exact_rotation_diff(ga, xa, c, -xb, s, sa);
     const DD rb = exact_rotation_diff(gb, xa, s, xb, c, sb);
-    const double ea = (0x1p-101 * sa + mp_err * (mp_part + std::fabs(ra.hi))) * error_scale;
-    const double eb = (0x1p-101 * sb + mp_err * (mp_part + std::fabs(rb.hi))) * error_scale;
+    const double ea = (0x1p-101 * sa + held + mp_err * (mp_part + std::fabs(ra.hi))) * error_scale;
+    const double eb = (0x1p-101 * sb + held + mp_err * (mp_part + std::fabs(rb.hi))) * error_scale;
     return certified(ra, ea, da) && certified(rb, eb, db);
   }
   std::vector<ref::Mp> theta;
@@ -422,6 +428,7 @@ struct RecipeReference::Impl {
   std::vector<char> have_ca;                  // ca/sa valid
   std::vector<double> abs_a;                  // >= |a|
   MpfrVec sc, ss, ry_a, ry_b;  // exact-angle block entries; the reference's y of the pair
+  MpfrVec ap, ec, es;          // the exact angle RN_p(m theta_p), RN_p of its cos and sin
   std::vector<char> have_exact, have_ref;
   std::vector<std::array<double, 3>> sc3, ss3;  // sc, ss in three doubles (with sc/ss)
   std::vector<char> exact3;                     // sc3/ss3 usable (parts 0 or >= 2^-500)
@@ -429,7 +436,7 @@ struct RecipeReference::Impl {
   int n_slots = 0;
   std::int64_t m = 0;
   const double* x = nullptr;
-  Mpfr t1, t2, wide, wide2, xa, xb, angle53;  // scratch
+  Mpfr t1, t2, wide, wide2, xa, xb, angle53, dq, zq, snq, cmq, tq;  // scratch
 
   Impl(const RopeSpec& sp, bool mpfr, double scale)
       : spec(sp),
@@ -450,6 +457,9 @@ struct RecipeReference::Impl {
         ss(np, prec),
         ry_a(np, prec),
         ry_b(np, prec),
+        ap(np, prec),
+        ec(np, prec),
+        es(np, prec),
         have_exact(np),
         have_ref(np),
         sc3(np),
@@ -461,7 +471,12 @@ struct RecipeReference::Impl {
         wide2(2 * prec + 8),
         xa(53),
         xb(53),
-        angle53(53) {
+        angle53(53),
+        dq(prec + 10),
+        zq(prec + 10),
+        snq(prec + 10),
+        cmq(prec + 10),
+        tq(prec + 10) {
     s_dd = to_dd(s_raw(), wide2.v);
     for (const auto& t : theta) theta3.push_back(split3(t.backend().data(), wide2.v));
     if (!mpfr_only) oracle = std::make_unique<ref::Oracle>(sp, ref::OracleMode::fast);
@@ -484,10 +499,10 @@ struct RecipeReference::Impl {
   // The MPFR exact-angle block entries of pair i (on first use at this position).
   void exact_trig_mp(std::size_t i) {
     if (have_exact[i]) return;
-    mpfr_mul_si(t1.v, theta[i].backend().data(), static_cast<long>(m), MPFR_RNDN);
-    mpfr_sin_cos(ss[i], sc[i], t1.v, MPFR_RNDN);
-    mpfr_mul(sc[i], s_raw(), sc[i], MPFR_RNDN);
-    mpfr_mul(ss[i], s_raw(), ss[i], MPFR_RNDN);
+    mpfr_mul_si(ap[i], theta[i].backend().data(), static_cast<long>(m), MPFR_RNDN);
+    mpfr_sin_cos(es[i], ec[i], ap[i], MPFR_RNDN);
+    mpfr_mul(sc[i], s_raw(), ec[i], MPFR_RNDN);
+    mpfr_mul(ss[i], s_raw(), es[i], MPFR_RNDN);
     sc3[i] = split3(sc[i], wide2.v);
     ss3[i] = split3(ss[i], wide2.v);
     exact3[i] = usable3(sc3[i]) && usable3(ss3[i]);
@@ -504,6 +519,58 @@ struct RecipeReference::Impl {
     sl.s3[i] = split3(wide.v, wide2.v);
     sl.exact3[i] = usable3(sl.c3[i]) && usable3(sl.s3[i]);
     sl.have_trig[i] = 1;
+  }
+
+  // The slot's S c', S s' in three doubles for f64 outputs (c3/s3, exact3), without an MPFR sin
+  // and cos of a' when a' is within 2^-20 of the exact angle a_p = RN_p(m theta_p) (the f64-angle
+  // recipes at every position the report samples): cos a' = cos(a_p + d) = ec cos d - es sin d
+  // and likewise sin a', from the exact-angle trig ec, es (RN_p of cos a_p, sin a_p) the pair
+  // needs anyway. Returns the error of c3/s3 beyond the MP values' own (per unit of S_b), 0 when
+  // they are the MP values (recipe_trig_mp).
+  //   d = a' - a_p is exact (both multiples of a_p's last place p bits down, |d| < |a_p|);
+  //   sin d, cos d - 1 by Taylor to d^7 and d^8 at q = p + 10 bits: truncation <= 2^-178
+  //   relative, ten roundings <= 10 eps_q relative; c'' = ec + (ec cm - es sn) (three more
+  //   roundings at q): |c'' - (ec cos d - es sin d)| <= 2 eps_q; ec, es within eps_p of cos a_p,
+  //   sin a_p: |c'' - cos a'| <= 2 eps_p + 2 eps_q + 2^-198, and c' = RN_p(cos a') within eps_p
+  //   of cos a': |c'' - c'| <= 3.01 eps_p; S c'' at 2p + 8 bits rounds by 2^-(2p+8) relative.
+  //   Per unit of S_b = 2 |S|: <= 1.6 eps_p, stated as 4 eps_p = mp_err / 4.
+  double recipe_trig3(Slot& sl, std::size_t i) {
+    if (sl.have_trig[i]) return 0;
+    if (sl.have_trig3[i]) return mp_err / 4;
+    exact_trig_mp(i);
+    mpfr_d_sub(dq.v, sl.angle[i], ap[i], MPFR_RNDN);       // exact
+    if (!mpfr_zero_p(dq.v) && mpfr_get_exp(dq.v) > -20) {  // |d| >= 2^-20 (|d| < 2^exp)
+      recipe_trig_mp(sl, i);
+      return 0;
+    }
+    // z = d^2; sn = d (1 - z/6 (1 - z/20 (1 - z/42))); cm = -z/2 (1 - z/12 (1 - z/30 (1 - z/56))).
+    mpfr_sqr(zq.v, dq.v, MPFR_RNDN);
+    const auto horner = [&](mpfr_ptr out, std::initializer_list<unsigned long> dens) {
+      mpfr_set_ui(out, 1, MPFR_RNDN);
+      for (unsigned long k : dens) {
+        mpfr_mul(out, out, zq.v, MPFR_RNDN);
+        mpfr_div_ui(out, out, k, MPFR_RNDN);
+        mpfr_ui_sub(out, 1, out, MPFR_RNDN);
+      }
+    };
+    horner(snq.v, {42, 20, 6});
+    mpfr_mul(snq.v, snq.v, dq.v, MPFR_RNDN);
+    horner(cmq.v, {56, 30, 12});
+    mpfr_mul(cmq.v, cmq.v, zq.v, MPFR_RNDN);
+    mpfr_div_2ui(cmq.v, cmq.v, 1, MPFR_RNDN);
+    mpfr_neg(cmq.v, cmq.v, MPFR_RNDN);
+    // c'' = ec + (ec cm - es sn), s'' = es + (es cm + ec sn).
+    mpfr_fmms(tq.v, ec[i], cmq.v, es[i], snq.v, MPFR_RNDN);
+    mpfr_add(tq.v, tq.v, ec[i], MPFR_RNDN);
+    mpfr_mul(wide.v, s_raw(), tq.v, MPFR_RNDN);
+    sl.c3[i] = split3(wide.v, wide2.v);
+    mpfr_fmma(tq.v, es[i], cmq.v, ec[i], snq.v, MPFR_RNDN);
+    mpfr_add(tq.v, tq.v, es[i], MPFR_RNDN);
+    mpfr_mul(wide.v, s_raw(), tq.v, MPFR_RNDN);
+    sl.s3[i] = split3(wide.v, wide2.v);
+    sl.exact3[i] = usable3(sl.c3[i]) && usable3(sl.s3[i]);
+    sl.have_trig3[i] = 1;
+    return mp_err / 4;
   }
 
   // Steps 2-4 for pair i of a slot; false when the pair is outside the fast path's range.
@@ -544,6 +611,7 @@ struct RecipeReference::Impl {
     sl.fast.assign(np, 0);
     sl.identity.assign(np, 0);
     sl.have_trig.assign(np, 0);
+    sl.have_trig3.assign(np, 0);
     sl.c3.resize(np);
     sl.s3.resize(np);
     sl.exact3.assign(np, 0);
@@ -657,7 +725,7 @@ bool RecipeReference::exact_diff(std::int64_t pair, double ga, double gb, double
   if (!I.exact3[i]) return false;
   // y_a = RN_p(sc x_a - ss x_b), y_b = RN_p(ss x_a + sc x_b): within eps S_b (|x_a| + |x_b|) of
   // the exact expressions; RN_p(g - y) adds eps |g - y|: inside the MP part.
-  return I.certified_diff3(ga, gb, xa, xb, I.sc3[i], I.ss3[i], da, db);
+  return I.certified_diff3(ga, gb, xa, xb, I.sc3[i], I.ss3[i], 0, da, db);
 }
 
 void RecipeReference::rotation_diff(int r, std::int64_t pair, double ga, double gb, Dtype out,
@@ -695,8 +763,9 @@ void RecipeReference::rotation_diff(int r, std::int64_t pair, double ga, double 
   }
   if (out == Dtype::f64 && !I.mpfr_only && ordinary(xa) && ordinary(xb) && ordinary(ga) &&
       ordinary(gb)) {
-    I.recipe_trig_mp(sl, i);
-    if (sl.exact3[i] && I.certified_diff3(ga, gb, xa, xb, sl.c3[i], sl.s3[i], da, db)) return;
+    const double approx = I.recipe_trig3(sl, i);
+    if (sl.exact3[i] && I.certified_diff3(ga, gb, xa, xb, sl.c3[i], sl.s3[i], approx, da, db))
+      return;
   }
   ++fallbacks_;
   I.recipe_y(sl, i);
