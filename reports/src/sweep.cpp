@@ -258,7 +258,8 @@ void answer(std::vector<Answers>& A, const std::vector<KernelRun>& runs, std::si
         a.er[i] = kInf;
       }
     }
-    for (std::int64_t j = spec.rotary_dim; j < spec.head_dim; ++j) a.diff[j] = exact_diff(g, j);
+    for (std::int64_t j = 0; j < spec.head_dim; ++j)  // (proportional: not only j >= rotary_dim)
+      if (spec.is_passthrough(j)) a.diff[j] = exact_diff(g, j);
   }
 }
 
