@@ -75,8 +75,9 @@ inline bool is_power_of_two(double d) {  // |d| = 2^k for a normal double d (or 
 // margin is needed: a + e and e - a are rounded monotonically, and half (a power of two, or 0.5
 // times one) is a double, so RN(a + e) < half implies a + e < half.
 inline bool inside_rounding(double c, double t, double e, double half) {
-  const double away = std::signbit(c) ? -t : t;  // > 0: away from zero
   const double toward_gap = is_power_of_two(c) ? 0.5 * half : half;
+  if (std::fabs(t) + e < toward_gap) return true;  // both sides at once: the common case
+  const double away = std::signbit(c) ? -t : t;    // > 0: away from zero
   return away + e < half && e - away < toward_gap;
 }
 
