@@ -44,10 +44,12 @@ reference::MpVector rotate(const RopeSpec& spec, const Trig& t, const std::vecto
 // from reference::Oracle::sincos, the recipe's as that plus the difference of the two angles); per
 // vector, the two differences are formed in double-double with an error bound that includes the
 // MP path's own roundings, and answered when a rounding test shows every value within the bound
-// rounds to one double (the oracle's scheme, reference/oracle.hpp); otherwise, and for f64
-// outputs (their error is below double-double's resolution), the MP expressions are evaluated as
-// written above, in reused MPFR scratch, with the pair's MPFR trig computed on first need at the
-// position. One object per thread and spec (it owns the scratch).
+// rounds to one double (the oracle's scheme, reference/oracle.hpp). f64 outputs (their error is
+// below double-double's resolution) take the trig in three doubles instead: the recipe's from
+// MPFR, or from the exact angle's MPFR trig by a Taylor correction when the two angles are within
+// 2^-20. Otherwise the MP expressions are evaluated as written above, in reused MPFR scratch,
+// with the pair's MPFR trig computed on first need at the position. One object per thread and
+// spec (it owns the scratch).
 class RecipeReference {
  public:
   // At the current reference precision; mpfr_only: every answer from the MP expressions (the
@@ -65,7 +67,7 @@ class RecipeReference {
   // Angle-only error of pair i for recipe slot r: RN(yrec_a - y_a), RN(yrec_b - y_b).
   void angle_diff(int r, std::int64_t i, double& da, double& db);
   // Rotation error of pair i for recipe slot r, outputs g_a, g_b (finite) of a kernel storing
-  // `out` (f64 outputs go to MPFR directly).
+  // `out` (f64 outputs: the three-double path above, then MPFR).
   void rotation_diff(int r, std::int64_t i, double ga, double gb, Dtype out, double& da,
                      double& db);
   // RN(got - y) for the exact rotation y of pair i (reference::apply_cached's MP values, as
