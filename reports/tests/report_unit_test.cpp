@@ -420,6 +420,15 @@ TEST(ReportRecipe, ExactDiffMatchesTheMpDefinitionBitForBit) {
   }
 }
 
+// The spec of the two understated-bound tests: head_dim 64, base 1e4, interleaved.
+RopeSpec understated_bound_spec() {
+  RopeSpec s;
+  s.head_dim = 64;
+  s.base = 10000;
+  s.layout = Layout::interleaved;
+  return s.normalized();
+}
+
 // Every tolerance must be seen to fail on a broken input: the double-double rotation path at its
 // resolution (outputs within an f64 ulp of the recipe rotation, asked as f32 outputs, so that the
 // dd path is taken: the differences are ~2^-54 |x|, their last bit ~2^-107 |x|, below the dd
@@ -427,11 +436,7 @@ TEST(ReportRecipe, ExactDiffMatchesTheMpDefinitionBitForBit) {
 // with MPFR sees them differ; with the stated bound (scale 1) none does.
 TEST(ReportRecipe, UnderstatedBoundIsCaught) {
   ref::set_precision_bits(161);
-  RopeSpec s;
-  s.head_dim = 64;
-  s.base = 10000;
-  s.layout = Layout::interleaved;
-  s = s.normalized();
+  const RopeSpec s = understated_bound_spec();
   const std::vector<Policy> pols{find_builtin_kernel("table_f32")->policy(Dtype::f32)};
   auto mismatches = [&](double scale) {
     detail::RecipeReference rr(s, false, scale);
@@ -474,11 +479,7 @@ TEST(ReportRecipe, UnderstatedBoundIsCaught) {
 // differ from it. An f32-angle recipe (large delta) and an f64-angle one (delta ~ 2^-53 |a|).
 TEST(ReportRecipe, UnderstatedAngleBoundIsCaught) {
   ref::set_precision_bits(161);
-  RopeSpec s;
-  s.head_dim = 64;
-  s.base = 10000;
-  s.layout = Layout::interleaved;
-  s = s.normalized();
+  const RopeSpec s = understated_bound_spec();
   struct Count {
     int bad_a = 0, bad_b = 0;  // answers that differ from the MP definition, per element
     std::int64_t fallbacks = 0, questions = 0;
