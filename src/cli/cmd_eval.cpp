@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli.hpp"
+#include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/verify/verify.hpp"
@@ -192,12 +193,13 @@ std::vector<std::vector<double>> parse_rows(const std::string& text, Dtype dtype
   return rows;
 }
 
-// --kernel: the built-in kernel, checked against the spec, dtype and positions (none: nullptr).
+// --kernel: the built-in or engine kernel, checked against the spec, dtype and positions (none: nullptr).
 const Kernel* eval_kernel(const EvalOptions& o, const RopeSpec& spec, Dtype dtype, bool all_int) {
   if (o.kernel.empty()) return nullptr;
   const Kernel* kernel = find_builtin_kernel(o.kernel);
+  if (!kernel) kernel = find_engine_kernel(o.kernel);
   if (!kernel)
-    throw UsageError("--kernel: no built-in kernel named '" + o.kernel +
+    throw UsageError("--kernel: no built-in or engine kernel named '" + o.kernel +
                      "' (see 'ropecheck list')");
   if (!all_int) throw UsageError("--kernel needs integer positions (kernels take int64 positions)");
   if (!kernel->supports(spec, dtype))
@@ -332,7 +334,7 @@ void add_eval(CLI::App& app, int& status, const RunOptions& run) {
   cmd->add_option("--input", opts->input,
                   "values v1,v2,...[;v1,v2,...]: one row per position, or one row for all")
       ->required();
-  cmd->add_option("--kernel", opts->kernel, "built-in kernel to evaluate (see 'ropecheck list')");
+  cmd->add_option("--kernel", opts->kernel, "built-in or engine kernel to evaluate (see 'ropecheck list')");
   cmd->add_option("--digits", opts->digits,
                   "significant digits of the exact reference (default 40)");
   cmd->add_option("--ref-bits", opts->ref_bits,

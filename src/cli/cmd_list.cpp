@@ -10,11 +10,43 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 
 namespace ropecheck::cli {
 
 namespace {
+
+// A plain spec every kernel that stores a dtype at all supports (full rotary, half, base 1e4).
+std::vector<const Kernel*> all_kernels() {
+  std::vector<const Kernel*> v = builtin_kernels();
+  v.insert(v.end(), engine_kernels().begin(), engine_kernels().end());
+  return v;
+}
+
+RopeSpec probe_spec() {
+  RopeSpec s;
+  s.head_dim = 128;
+  s.layout = Layout::half;
+  return s.normalized();
+}
+
+nlohmann::json kernel_json(const Kernel& k) {
+  nlohmann::json kj{{"name", k.name()}, {"description", k.description()}};
+  if (const auto* e = dynamic_cast<const EngineKernel*>(&k)) {
+    const Provenance p = e->provenance();
+    kj["provenance"] = {{"engine", p.engine},
+                        {"upstream", p.upstream},
+                        {"checked", p.checked},
+                        {"modelled", p.modelled}};
+  }
+  for (Dtype d : kAllDtypes) {
+    // An engine kernel runs only the model dtypes its engine runs: the others have no policy.
+    if (!k.supports(probe_spec(), d)) continue;
+    kj["policy"][name(d)] = policy_json(k.policy(d));
+  }
+  return kj;
+}
 
 nlohmann::json list_json(const std::optional<RopeSpec>& model, const std::string& model_path) {
   nlohmann::json j;
@@ -30,16 +62,14 @@ nlohmann::json list_json(const std::optional<RopeSpec>& model, const std::string
   j["layouts"] = {{{"name", "interleaved"}, {"pairs", "(2i, 2i+1)"}},
                   {{"name", "half"}, {"pairs", "(i, i + rotary_dim/2)"}}};
   j["kernels"] = nlohmann::json::array();
-  for (const Kernel* k : builtin_kernels()) {
-    nlohmann::json kj{{"name", k->name()}, {"description", k->description()}};
-    for (Dtype d : kAllDtypes) kj["policy"][name(d)] = policy_json(k->policy(d));
-    j["kernels"].push_back(kj);
-  }
+  for (const Kernel* k : builtin_kernels()) j["kernels"].push_back(kernel_json(*k));
+  j["engines"] = nlohmann::json::array();
+  for (const Kernel* k : engine_kernels()) j["engines"].push_back(kernel_json(*k));
   if (model) {
     // Which built-in kernels run this model's spec (scaling kind, layout, multi-axis) per dtype:
     // validate/report skip the others as unsupported.
     j["hf_config"] = {{"file", model_path}, {"spec", describe(*model)}};
-    for (const Kernel* k : builtin_kernels())
+    for (const Kernel* k : all_kernels())
       for (Dtype d : kAllDtypes)
         j["hf_config"]["supported"][k->name()][name(d)] = k->supports(*model, d);
   }
@@ -57,13 +87,22 @@ std::string policy_line(const nlohmann::json& p) {
 
 // A kernel's policy once, with the dtypes that share it: "all dtypes: ..." when every dtype has
 // the same policy, else one line per distinct policy ("f32, f16, bf16: ...") in dtype order.
-void print_kernels(const nlohmann::json& kernels) {
-  std::cout << "kernels:\n";
+void print_kernels(const char* heading, const nlohmann::json& kernels) {
+  std::cout << heading << ":\n";
   for (const auto& kj : kernels) {
     std::cout << "  " << kj["name"].get<std::string>() << ": "
               << kj["description"].get<std::string>() << "\n";
+    if (kj.contains("provenance")) {
+      const auto& p = kj["provenance"];
+      std::cout << "    engine: " << p["engine"].get<std::string>() << "\n"
+                << "    upstream: " << p["upstream"].get<std::string>() << "\n"
+                << "    checked: " << p["checked"].get<std::string>() << "\n";
+      if (!p["modelled"].get<std::string>().empty())
+        std::cout << "    modelled: " << p["modelled"].get<std::string>() << "\n";
+    }
     std::vector<std::pair<std::string, std::string>> groups;  // (dtypes, policy line)
     for (Dtype d : kAllDtypes) {
+      if (!kj["policy"].contains(name(d))) continue;
       const std::string line = policy_line(kj["policy"][name(d)]);
       auto g = std::find_if(groups.begin(), groups.end(),
                             [&](const auto& e) { return e.second == line; });
@@ -79,7 +118,8 @@ void print_kernels(const nlohmann::json& kernels) {
 
 void print_text(const nlohmann::json& j, const std::optional<RopeSpec>& model,
                 const std::string& model_path) {
-  print_kernels(j["kernels"]);
+  print_kernels("kernels", j["kernels"]);
+  print_kernels("engines (the atlas: report --engines)", j["engines"]);
   std::cout << "dtypes:\n";
   for (const auto& d : j["dtypes"])
     std::cout << "  " << d["name"].get<std::string>() << ": p=" << d["digits"]
@@ -87,7 +127,7 @@ void print_text(const nlohmann::json& j, const std::optional<RopeSpec>& model,
   std::cout << "layouts:\n  interleaved: pairs (2i, 2i+1)\n  half: pairs (i, i + rotary_dim/2)\n";
   if (!model) return;
   std::cout << "hf-config " << model_path << ": " << describe(*model) << "\n";
-  for (const Kernel* k : builtin_kernels()) {
+  for (const Kernel* k : all_kernels()) {
     std::cout << "  " << k->name() << ":";
     for (Dtype d : kAllDtypes)
       std::cout << " " << name(d) << " " << (k->supports(*model, d) ? "supported" : "unsupported");

@@ -18,6 +18,8 @@
 //     convert.hpp         scalar loads/stores, the rotation formula (portable path, vector tails)
 //     isa.hpp             target regions; the rules that keep one ISA's code out of another path
 //     body_<path>.cpp     portable, avx2, avx512, avx512bf16; *-inl.hpp: code each body compiles
+//   engines/            the engine atlas: one file per production engine's recipe (engine.hpp: the
+//                       base class and per-operation rounding helpers); engine_kernels() below
 //   tests/kernels_test.cpp
 //                       per (kernel, dtype): golden values, exact identities, reference within
 //                       bound; simd paths bit for bit; the trig contracts against long double
@@ -37,6 +39,8 @@
 // every dtype in kAllDtypes.
 #include "ropecheck/kernels/registry.hpp"
 
+#include "ropecheck/kernels/engines.hpp"
+
 namespace ropecheck {
 namespace kernels {
 const Kernel& scalar_kernel();
@@ -44,6 +48,10 @@ const Kernel& table_f32_kernel();
 const Kernel& simd_kernel();
 const Kernel& complex_kernel();
 }  // namespace kernels
+namespace engines {
+// One declaration per engine recipe (src/kernels/engines/<engine>.cpp), e.g.
+// const EngineKernel& hf_eager_kernel();
+}  // namespace engines
 
 const std::vector<const Kernel*>& builtin_kernels() {
   static const std::vector<const Kernel*> all = {
@@ -54,6 +62,18 @@ const std::vector<const Kernel*>& builtin_kernels() {
 
 const Kernel* find_builtin_kernel(const std::string& name) {
   for (const Kernel* k : builtin_kernels())
+    if (k->name() == name) return k;
+  return nullptr;
+}
+
+const std::vector<const EngineKernel*>& engine_kernels() {
+  // Atlas order: one line per engine.
+  static const std::vector<const EngineKernel*> all = {};
+  return all;
+}
+
+const EngineKernel* find_engine_kernel(const std::string& name) {
+  for (const EngineKernel* k : engine_kernels())
     if (k->name() == name) return k;
   return nullptr;
 }

@@ -1,4 +1,5 @@
-// The built-in kernels (scalar, table_f32, simd, complex), in registry order. A new built-in kernel
+// The built-in kernels (scalar, table_f32, simd, complex), in registry order (engines.hpp: the
+// engine atlas). A new built-in kernel
 // is one file in src/kernels plus one line in registry.cpp (the module's map: top of registry.cpp).
 #pragma once
 

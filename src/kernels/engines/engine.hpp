@@ -1,0 +1,74 @@
+// Shared base of the engine-atlas kernels (src/kernels/engines/<engine>.cpp). Each engine kernel
+// computes what one production engine computes, in its order and its types: how inv_freq is formed
+// and in which precision, the position cast, the angle product, the trig function, the table's
+// storage dtype, every intermediate rounding of the rotation (per-operation bf16/f16 rounding where
+// the engine does it), FMA where the engine contracts, the output rounding. Each file opens with
+// the upstream repository, file and commit it follows and what is modelled rather than reproduced;
+// provenance() says the same to `ropecheck list` and the reports.
+// The kernels library is built with -ffp-contract=off: an engine that contracts writes std::fma.
+//
+// Adding an engine: one file here with an EngineKernel subclass and a `const Kernel& <x>_kernel()`
+// in namespace ropecheck::engines (an EngineBase), its declaration and list entry in
+// ../registry.cpp, and a check against the real code (a bit-for-bit python test, or a golden set
+// with the script that made it).
+#pragma once
+
+#include "../common.hpp"
+#include "ropecheck/kernels/engines.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+namespace ropecheck::engines {
+
+// One rounding of an f32 value into the model dtype d, kept as f32 (what a PyTorch/CUDA op whose
+// result tensor has dtype d does after computing in f32): RNE, subnormals, overflow to inf.
+inline float round_f32_to(Dtype d, float v) {
+  switch (d) {
+    case Dtype::f16:
+      return static_cast<float>(Eigen::half(v));
+    case Dtype::bf16:
+      return static_cast<float>(Eigen::bfloat16(v));
+    default:
+      return v;
+  }
+}
+
+class EngineBase : public EngineKernel {
+ public:
+  // Unrestricted by default: engines take any position and head_dim their recipe defines.
+  // Subclasses narrow it where the engine does (e.g. int32 positions, a head-dim list).
+  Domain domain() const override {
+    Domain d;
+    d.layouts_bitwise_symmetric = true;
+    return d;
+  }
+  bool supports(const RopeSpec& spec, Dtype d) const override {
+    if (std::find(dtypes_.begin(), dtypes_.end(), d) == dtypes_.end()) return false;
+    if (std::find(layouts_.begin(), layouts_.end(), spec.layout) == layouts_.end()) return false;
+    if (spec.scaling.kind != ScalingKind::none) return false;
+    return spec.head_dim >= 2 && spec.rotary_dim >= 2 && spec.rotary_dim % 2 == 0 &&
+           spec.rotary_dim <= spec.head_dim;
+  }
+
+ protected:
+  EngineBase(std::initializer_list<Dtype> dtypes, std::initializer_list<Layout> layouts)
+      : dtypes_(dtypes), layouts_(layouts) {}
+  // Argument checks shared by every engine; ok means: run.
+  KernelStatus check(const RopeSpec& spec, const TensorArgs& a) const {
+    if (!supports(spec, a.dtype) || a.n_axes != 1 || a.real_positions)
+      return KernelStatus::unsupported;
+    if (a.n_tokens < 0 || a.n_heads < 0) return KernelStatus::error;
+    if (a.n_tokens > 0 && a.n_heads > 0 && (!a.positions || !a.in || !a.out))
+      return KernelStatus::error;
+    return KernelStatus::ok;
+  }
+
+ private:
+  std::vector<Dtype> dtypes_;
+  std::vector<Layout> layouts_;
+};
+
+}  // namespace ropecheck::engines
