@@ -51,6 +51,7 @@ const Kernel& complex_kernel();
 namespace engines {
 // One declaration per engine recipe (src/kernels/engines/<engine>.cpp), e.g.
 // const EngineKernel& hf_eager_kernel();
+const EngineKernel& ggml_cpu_kernel();
 }  // namespace engines
 
 const std::vector<const Kernel*>& builtin_kernels() {
@@ -68,7 +69,9 @@ const Kernel* find_builtin_kernel(const std::string& name) {
 
 const std::vector<const EngineKernel*>& engine_kernels() {
   // Atlas order: one line per engine.
-  static const std::vector<const EngineKernel*> all = {};
+  static const std::vector<const EngineKernel*> all = {
+      &engines::ggml_cpu_kernel(),
+  };
   return all;
 }
 

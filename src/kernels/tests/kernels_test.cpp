@@ -12,6 +12,7 @@
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/spec.hpp"
 #include "ropecheck/verify/verify.hpp"
+#include "support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -35,83 +36,7 @@ static void PrintTo(const Dtype& d, std::ostream* os) { *os << name(d); }
 
 namespace {
 
-using Bytes = std::vector<unsigned char>;
-constexpr std::size_t kGuard = 64;
-constexpr unsigned char kGuardByte = 0xA5;
-
-std::int64_t bytes_of(Dtype d) { return traits(d).bytes; }
-
-double get(Dtype d, const Bytes& b, std::int64_t i) { return load(d, b.data(), i); }
-void set(Dtype d, Bytes& b, std::int64_t i, double v) { store(d, b.data(), i, v); }
-std::uint64_t raw(Dtype d, const Bytes& b, std::int64_t i) {
-  std::uint64_t r = 0;
-  std::memcpy(&r, b.data() + i * bytes_of(d), bytes_of(d));  // little-endian machine
-  return r;
-}
-void set_raw(Dtype d, Bytes& b, std::int64_t i, std::uint64_t r) {
-  std::memcpy(b.data() + i * bytes_of(d), &r, bytes_of(d));
-}
-
-RopeSpec make_spec(std::int64_t head_dim, std::int64_t rotary_dim, Layout l, double base = 10000,
-                   double scale = 1.0) {
-  RopeSpec s;
-  s.head_dim = head_dim;
-  s.rotary_dim = rotary_dim;
-  s.layout = l;
-  s.base = base;
-  s.scale = scale;
-  return s.normalized();
-}
-
-// Log-uniform magnitude in [2^lo, 2^hi], random sign, rounded into d (so exactly representable).
-double random_value(Dtype d, std::mt19937_64& rng, double lo = -4, double hi = 4) {
-  std::uniform_real_distribution<double> e(lo, hi);
-  const double v = std::exp2(e(rng)) * ((rng() & 1) ? -1.0 : 1.0);
-  return round_to_dtype(v, d);
-}
-
-// Finite awkward values of d: zeros, subnormals, the normal boundary, large values, ties.
-std::vector<double> awkward_values(Dtype d) {
-  const auto t = traits(d);
-  const double u = unit_roundoff(d);
-  std::vector<double> v = {0.0,
-                           -0.0,
-                           min_subnormal(d),
-                           -3 * min_subnormal(d),
-                           std::ldexp(1.0, t.emin),
-                           -std::ldexp(1.0, t.emin) * (1 - 2 * u),
-                           1.0,
-                           -1.0,
-                           1.0 + 2 * u,
-                           round_to_dtype(1.0 / 3.0, d),
-                           round_to_dtype(-M_PI, d),
-                           max_finite(d) / 8,
-                           -max_finite(d) / 8};
-  return v;
-}
-
-Bytes random_tensor(Dtype d, std::int64_t n, std::mt19937_64& rng) {
-  Bytes b(n * bytes_of(d));
-  for (std::int64_t i = 0; i < n; ++i) set(d, b, i, random_value(d, rng));
-  return b;
-}
-
-// Runs k out-of-place on a contiguous tensor, inside guard bytes that must stay untouched.
-Bytes run(const Kernel& k, const RopeSpec& spec, Dtype d, const std::vector<std::int64_t>& pos,
-          std::int64_t n_heads, const Bytes& in) {
-  const std::size_t n = in.size();
-  Bytes buf(n + 2 * kGuard, kGuardByte);
-  const KernelStatus st = apply_contiguous(k, spec, d, static_cast<std::int64_t>(pos.size()),
-                                           n_heads, pos.data(), in.data(), buf.data() + kGuard);
-  EXPECT_EQ(st, KernelStatus::ok) << k.name() << " " << describe(spec);
-  for (std::size_t i = 0; i < kGuard; ++i) {
-    if (buf[i] != kGuardByte || buf[kGuard + n + i] != kGuardByte) {
-      ADD_FAILURE() << k.name() << " wrote outside the output tensor " << describe(spec);
-      break;
-    }
-  }
-  return Bytes(buf.begin() + kGuard, buf.begin() + kGuard + n);
-}
+using namespace kernel_tests;
 
 bool is_nan(Dtype d, const Bytes& b, std::int64_t i) { return std::isnan(get(d, b, i)); }
 
@@ -393,49 +318,6 @@ TEST_P(KernelDtype, IndependentOfBatching) {
       }
     }
   }
-}
-
-// Runs k on random vectors at `pos` (n_heads per token) and checks every pair against the exact
-// rotation (reference::apply_blocked) within the bound of k's declared policy
-// (verify::PairChecker); returns the worst utilization (error / bound) seen.
-double check_against_reference(const Kernel& k, const RopeSpec& spec, Dtype d,
-                               const std::vector<std::int64_t>& pos, std::int64_t n_heads,
-                               std::mt19937_64& rng) {
-  const std::int64_t hd = spec.head_dim, n_tok = static_cast<std::int64_t>(pos.size());
-  const Bytes in = random_tensor(d, n_tok * n_heads * hd, rng);
-  const Bytes out = run(k, spec, d, pos, n_heads, in);
-  const verify::PairChecker checker(k.policy(d), spec, d);
-  double worst = 0;
-  std::vector<double> x(hd), y(hd);
-  for (std::int64_t t = 0; t < n_tok; ++t)
-    for (std::int64_t h = 0; h < n_heads; ++h) {
-      const std::int64_t o = (t * n_heads + h) * hd;
-      for (std::int64_t j = 0; j < hd; ++j) {
-        x[j] = get(d, in, o + j);
-        y[j] = get(d, out, o + j);
-      }
-      const reference::MpVector exact = reference::apply_blocked(spec, reference::Mp(pos[t]), x);
-      const verify::VectorCheck v =
-          verify::check_vector(checker, {pos[t]}, x.data(), y.data(), exact);
-      EXPECT_TRUE(v.passthrough_changed.empty()) << k.name() << " " << describe(spec);
-      for (const verify::PairCheck& p : v.pairs) {
-        worst = std::max(worst, p.utilization);
-        if (p.within()) continue;
-        verify::Location at;
-        at.token = t;
-        at.position = {pos[t]};
-        at.head = h;
-        at.pair = p.pair;
-        at.elem_a = p.elem_a;
-        at.elem_b = p.elem_b;
-        ADD_FAILURE() << k.name() << " " << name(d) << " " << describe(spec) << ", " << at.text()
-                      << ": "
-                      << verify::explain_pair(p, x[p.elem_a], x[p.elem_b], y[p.elem_a], y[p.elem_b],
-                                              exact[p.elem_a], exact[p.elem_b], checker.u());
-        return worst;
-      }
-    }
-  return worst;
 }
 
 // Small positions, where every recipe's angle is accurate, and long-context ones, where the f32

@@ -1,0 +1,248 @@
+// Unit tests of the native and GPU engine kernels (src/kernels/engines/): each emulation against
+// the real code where it runs here (a golden set made by the upstream code, compared bit for bit),
+// each within the bound of its declared policy, and each failing a policy it does not meet.
+//
+// Adding an engine: a row of kEngineCases (the specs and positions its engine takes), a golden
+// test if its real code ran somewhere, and a PolicyItDoesNotMeet case.
+#include "ropecheck/kernels/engines.hpp"
+#include "ropecheck/kernels/registry.hpp"
+#include "support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef ROPECHECK_GOLDEN_DIR
+#error "ROPECHECK_GOLDEN_DIR must name src/kernels/tests/golden"
+#endif
+
+namespace ropecheck {
+namespace {
+
+using namespace kernel_tests;
+
+const EngineKernel& engine(const std::string& name) {
+  const EngineKernel* k = find_engine_kernel(name);
+  if (!k) throw std::runtime_error("no engine kernel " + name);
+  return *k;
+}
+
+// ==== golden sets made by the real upstream code ===============================================
+struct GoldenCase {
+  Dtype dtype = Dtype::f32;
+  RopeSpec spec;
+  std::vector<std::int64_t> pos;
+  Bytes in, out;
+  std::string line;  // the case header, for messages
+};
+
+Bytes parse_bits(std::istringstream& is, Dtype d, std::int64_t n) {
+  Bytes b(static_cast<std::size_t>(n * bytes_of(d)));
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::string h;
+    if (!(is >> h)) throw std::runtime_error("golden set: short data line");
+    set_raw(d, b, i, std::stoull(h, nullptr, 16));
+  }
+  return b;
+}
+
+// The format written by golden/ggml_cpu_rope_gen.cpp (one head per token).
+std::vector<GoldenCase> read_golden(const std::string& file) {
+  std::ifstream f(std::string(ROPECHECK_GOLDEN_DIR) + "/" + file);
+  if (!f) throw std::runtime_error("cannot open golden set " + file);
+  std::vector<GoldenCase> cases;
+  std::string line, tag;
+  while (std::getline(f, line)) {
+    std::istringstream is(line);
+    if (!(is >> tag) || tag[0] == '#') continue;
+    if (tag == "case") {
+      GoldenCase c;
+      std::string dt, layout;
+      std::int64_t hd = 0, nd = 0, n_tok = 0;
+      double base = 0;
+      is >> dt >> layout >> hd >> nd >> base >> n_tok;
+      c.dtype = *parse_dtype(dt);
+      c.spec = make_spec(hd, nd, layout == "half" ? Layout::half : Layout::interleaved, base);
+      c.pos.resize(static_cast<std::size_t>(n_tok));
+      c.line = line;
+      cases.push_back(c);
+      continue;
+    }
+    GoldenCase& c = cases.back();
+    const std::int64_t n = static_cast<std::int64_t>(c.pos.size()) * c.spec.head_dim;
+    if (tag == "pos")
+      for (auto& p : c.pos) is >> p;
+    else if (tag == "in")
+      c.in = parse_bits(is, c.dtype, n);
+    else if (tag == "out")
+      c.out = parse_bits(is, c.dtype, n);
+  }
+  return cases;
+}
+
+// Outputs of k that differ from the golden set, bit for bit, over every case; *total counts them
+// all.
+std::int64_t golden_mismatches(const Kernel& k, const std::vector<GoldenCase>& cases,
+                               std::int64_t* total, bool report) {
+  std::int64_t bad = 0;
+  *total = 0;
+  for (const GoldenCase& c : cases) {
+    const Bytes y = run(k, c.spec, c.dtype, c.pos, 1, c.in);
+    const std::int64_t n = static_cast<std::int64_t>(c.out.size()) / bytes_of(c.dtype);
+    *total += n;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (raw(c.dtype, y, i) == raw(c.dtype, c.out, i)) continue;
+      if (report && bad < 5)
+        ADD_FAILURE() << k.name() << " [" << c.line << "] element " << i << " (token "
+                      << c.pos[static_cast<std::size_t>(i / c.spec.head_dim)] << ", dim "
+                      << i % c.spec.head_dim << "): got 0x" << std::hex << raw(c.dtype, y, i)
+                      << ", real code 0x" << raw(c.dtype, c.out, i) << std::dec;
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+// Delegates to a kernel with a transformed spec: the mutations the golden sets must catch.
+class SpecMutant final : public Kernel {
+ public:
+  SpecMutant(const Kernel& k, RopeSpec (*mutate)(RopeSpec)) : k_(k), mutate_(mutate) {}
+  std::string name() const override { return k_.name() + "_mutant"; }
+  std::string description() const override { return k_.description(); }
+  Policy policy(Dtype d) const override { return k_.policy(d); }
+  bool supports(const RopeSpec& s, Dtype d) const override { return k_.supports(s, d); }
+  KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
+    return k_.apply(mutate_(s), a);
+  }
+
+ private:
+  const Kernel& k_;
+  RopeSpec (*mutate_)(RopeSpec);
+};
+
+RopeSpec base_one_f32_ulp_up(RopeSpec s) {
+  s.base = std::nextafter(static_cast<float>(s.base), 1e30f);
+  return s;
+}
+
+TEST(EngineGolden, GgmlCpuMatchesRealCodeBitForBit) {
+  const auto cases = read_golden("ggml_cpu_rope.golden");
+  ASSERT_EQ(cases.size(), 24u);
+  std::int64_t total = 0;
+  EXPECT_EQ(golden_mismatches(engine("ggml_cpu"), cases, &total, true), 0);
+  std::cout << "[ggml_cpu] " << total << " outputs (" << cases.size()
+            << " cases, f32 and f16) equal to the real ggml CPU rope bit for bit\n";
+  RecordProperty("golden_outputs", std::to_string(total));
+}
+
+// The golden set has teeth: theta_scale from a base one f32 ulp off, and HF's per-pair pow recipe
+// (table_f32: the same f32 rotation, a different angle) both differ from the real code.
+TEST(EngineGolden, GgmlCpuMutantsDifferFromRealCode) {
+  const auto cases = read_golden("ggml_cpu_rope.golden");
+  std::int64_t total = 0;
+  const SpecMutant off_base(engine("ggml_cpu"), base_one_f32_ulp_up);
+  const std::int64_t bad_base = golden_mismatches(off_base, cases, &total, false);
+  const std::int64_t bad_hf =
+      golden_mismatches(*find_builtin_kernel("table_f32"), cases, &total, false);
+  std::cout << "[ggml_cpu mutants] base + 1 f32 ulp: " << bad_base << " of " << total
+            << " outputs differ; per-pair pow recipe (table_f32): " << bad_hf << "\n";
+  EXPECT_GT(bad_base, total / 10);
+  EXPECT_GT(bad_hf, total / 10);
+}
+
+// ==== within the derived bound of the declared policy
+// =============================================
+struct EngineCase {
+  std::string engine;
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (head_dim, rotary_dim)
+  std::vector<std::int64_t> positions;
+};
+
+// int32 positions (ggml), up to 2^31 - 1 and around 2^24 where float(m) starts rounding.
+const std::vector<std::int64_t> kInt32Positions = {0,
+                                                   1,
+                                                   -1,
+                                                   64,
+                                                   -64,
+                                                   4096,
+                                                   65535,
+                                                   -(1 << 20),
+                                                   (1 << 24) + 1,
+                                                   1000000007,
+                                                   (std::int64_t{1} << 31) - 1};
+
+const std::vector<EngineCase> kEngineCases = {
+    {"ggml_cpu", {{64, 64}, {128, 128}, {80, 32}, {7, 6}}, kInt32Positions},
+};
+
+class EngineWithinBound : public ::testing::TestWithParam<EngineCase> {};
+
+TEST_P(EngineWithinBound, MatchesReferenceWithinBound) {
+  const EngineCase& ec = GetParam();
+  const Kernel& k = engine(ec.engine);
+  std::mt19937_64 rng(0x5EED0E01u);
+  double worst = 0;
+  for (Dtype d : kAllDtypes)
+    for (double base : {10000.0, 500000.0})
+      for (Layout l : {Layout::interleaved, Layout::half})
+        for (auto [hd, rd] : ec.dims) {
+          const RopeSpec spec = make_spec(hd, rd, l, base);
+          if (!k.supports(spec, d)) continue;
+          worst = std::max(worst, check_against_reference(k, spec, d, ec.positions, 2, rng));
+        }
+  std::cout << "[" << ec.engine << "] worst utilization of its declared bound " << worst << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, EngineWithinBound, ::testing::ValuesIn(kEngineCases),
+                         [](const ::testing::TestParamInfo<EngineCase>& p) {
+                           return p.param.engine;
+                         });
+
+// ==== a declared policy the engine does not meet fails ==========================================
+// Delegates to an engine kernel but declares another policy.
+class Redeclared final : public Kernel {
+ public:
+  Redeclared(const Kernel& k, Policy (*declare)(Policy)) : k_(k), declare_(declare) {}
+  std::string name() const override { return k_.name() + "_redeclared"; }
+  std::string description() const override { return k_.description(); }
+  Policy policy(Dtype d) const override { return declare_(k_.policy(d)); }
+  bool supports(const RopeSpec& s, Dtype d) const override { return k_.supports(s, d); }
+  KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
+    return k_.apply(s, a);
+  }
+
+ private:
+  const Kernel& k_;
+  Policy (*declare_)(Policy);
+};
+
+// Worst utilization of k over a long-context spec (head_dim 128, base 1e4, half layout).
+double worst_utilization(const Kernel& k, Dtype d, const std::vector<std::int64_t>& pos) {
+  std::mt19937_64 rng(0x5EED0E02u);
+  return check_against_reference(k, make_spec(128, 128, Layout::half), d, pos, 2, rng, false);
+}
+
+// ggml's ladder declared as HF's per-pair pow (hf_f32): its angle carries i roundings where HF's
+// has one, beyond the hf_f32 bound at long context; the honest declaration stays within.
+TEST(EnginePolicy, GgmlCpuDeclaredHfF32Fails) {
+  const Kernel& k = engine("ggml_cpu");
+  const Redeclared as_hf(k, [](Policy p) {
+    p.recipe = AngleRecipe::hf_f32;
+    return p;
+  });
+  const std::vector<std::int64_t> pos = {4095, 65535, 1000000, (1 << 24) - 1, 1000000007};
+  const double honest = worst_utilization(k, Dtype::f32, pos);
+  const double lying = worst_utilization(as_hf, Dtype::f32, pos);
+  std::cout << "[ggml_cpu f32] worst utilization: declared ladder_f32 " << honest
+            << ", declared hf_f32 " << lying << "\n";
+  EXPECT_LE(honest, 1.0);
+  EXPECT_GT(lying, 1.0);
+}
+
+}  // namespace
+}  // namespace ropecheck
