@@ -8,6 +8,8 @@
 #   shard        unsharded == --shard 0/2 + GTEST_* 1/2 merged (apart from environment/shard);
 #                bad merges and bad --shard values exit 2
 #   validate_shard  validate --shard 0/2 + GTEST_* 1/2 configurations == the unsharded run's
+#   plugin       report --plugin: the sweep stays inside the declared domain (head dims, dtypes,
+#                layouts) and says what it left out; a broken plugin fails; nothing inside: exit 2
 cmake_minimum_required(VERSION 3.25)
 
 set(SMALL --kernels all --dtypes f32,bf16 --head-dims 16 --bases 1e4 --layouts interleaved,half
@@ -31,7 +33,8 @@ endfunction()
 
 if(CASE STREQUAL "smoke")
   file(REMOVE_RECURSE ${WORK}/smoke)
-  report(${WORK}/smoke "0|1")
+  # With --engines too: the atlas first, then ropecheck's own kernels (the default report's shape).
+  report(${WORK}/smoke "0|1" --engines all)
   foreach(f report.json report.md report.html junit.xml)
     if(NOT EXISTS ${WORK}/smoke/${f})
       message(FATAL_ERROR "missing ${f}")
@@ -46,6 +49,16 @@ if(CASE STREQUAL "smoke")
   run_ok(${TOOL} check-xml ${WORK}/smoke/junit.xml)
   run_ok(${TOOL} check-md ${WORK}/smoke/report.md)
   run_ok(${TOOL} check-headline ${WORK}/smoke/report.json)
+  run_ok(${TOOL} check-atlas ${WORK}/smoke/report.json ${WORK}/smoke/report.md)
+  # The atlas check fails when an atlas row's check is missing from the report's checks.
+  file(READ ${WORK}/smoke/report.json js)
+  string(JSON js REMOVE "${js}" checks 0)
+  file(WRITE ${WORK}/atlas-doctored.json "${js}")
+  execute_process(COMMAND ${TOOL} check-atlas ${WORK}/atlas-doctored.json ${WORK}/smoke/report.md
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 1 OR NOT err MATCHES "no bound check")
+    message(FATAL_ERROR "check-atlas accepted a report whose atlas check is missing (${rc})")
+  endif()
 elseif(CASE STREQUAL "determinism")
   file(REMOVE_RECURSE ${WORK}/det1 ${WORK}/det2)
   report(${WORK}/det1 "0|1" --seed 7 --threads 1)
@@ -55,11 +68,23 @@ elseif(CASE STREQUAL "determinism")
   file(REMOVE_RECURSE ${WORK}/det3)
   report(${WORK}/det3 "0|1" --seed 7 --threads 2 --oracle mpfr)
   run_ok(${TOOL} same-json ${WORK}/det1/report.json ${WORK}/det3/report.json)
+  # The atlas alone, 1 and 2 threads.
+  file(REMOVE_RECURSE ${WORK}/deta1 ${WORK}/deta2)
+  foreach(t 1 2)
+    execute_process(COMMAND ${ROPECHECK} report --engines all --samples 8 --max-position 70000
+                            --seed 7 --threads ${t} --quiet --out ${WORK}/deta${t}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT rc MATCHES "^(0|1)$")
+      message(FATAL_ERROR "report --engines all: exit ${rc}\n${out}\n${err}")
+    endif()
+  endforeach()
+  run_ok(${TOOL} same-json ${WORK}/deta1/report.json ${WORK}/deta2/report.json)
 elseif(CASE STREQUAL "usage")
   file(REMOVE_RECURSE ${WORK}/usage)
   foreach(bad "--samples;0" "--max-position;0" "--dtypes;f8" "--kernels;nosuch" "--head-dims;1"
               "--bases;1" "--layouts;diagonal" "--dtypes;f32,f32" "--bases;abc" "--samples;x"
-              "--baseline;${WORK}/does-not-exist.json" "--safe-budget-u;0" "--oracle;exact")
+              "--baseline;${WORK}/does-not-exist.json" "--safe-budget-u;0" "--oracle;exact"
+              "--engines;nosuch" "--engines;all,all" "--engines;all;--shard;0/2")
     execute_process(COMMAND ${ROPECHECK} report ${SMALL} ${bad} --out ${WORK}/usage
                     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     if(NOT rc EQUAL 2 OR err STREQUAL "")
@@ -199,6 +224,65 @@ elseif(CASE STREQUAL "validate_shard")
   if(NOT n EQUAL 3 OR n0 EQUAL 0 OR n1 EQUAL 0 OR NOT "${union}" STREQUAL "${all}")
     message(FATAL_ERROR "shards [${s0}] + [${s1}] != unsharded [${all}]")
   endif()
+elseif(CASE STREQUAL "plugin")
+  set(W ${WORK}/plugin)
+  file(REMOVE_RECURSE ${W})
+  set(P ${PLUGIN_DIR}/libropecheck_plugin_restricted)
+  set(FAST --samples 8 --max-position 70000 --quiet)
+  # head dims {80, 112, 256} declared: with none asked for, the sweep runs exactly those.
+  run_ok(${ROPECHECK} report --plugin ${P}_hd80_112_256_int32.so ${FAST} --dtypes f32,bf16
+         --out ${W}/hd)
+  run_ok(${TOOL} validate-json ${SCHEMA} ${W}/hd/report.json)
+  run_ok(${TOOL} check-html ${W}/hd/report.html)
+  file(READ ${W}/hd/report.json js)
+  string(JSON hds GET "${js}" options head_dims)
+  string(REGEX REPLACE "[ \n]" "" hds "${hds}")
+  if(NOT hds STREQUAL "[80,112,256]")
+    message(FATAL_ERROR "declared head dims {80,112,256}: the sweep ran ${hds}")
+  endif()
+  # Asked for 64 and 80: 64 is outside the declared list, said in the report and left out.
+  run_ok(${ROPECHECK} report --plugin ${P}_hd80_112_256_int32.so ${FAST} --dtypes f32
+         --head-dims 64,80 --out ${W}/asked)
+  file(READ ${W}/asked/report.json js)
+  string(JSON out0 GET "${js}" domain outside 0)
+  string(JSON hds GET "${js}" options head_dims)
+  string(REGEX REPLACE "[ \n]" "" hds "${hds}")
+  if(NOT out0 MATCHES "head dim 64" OR NOT hds STREQUAL "[80]")
+    message(FATAL_ERROR "head dim 64 outside the domain: outside '${out0}', swept ${hds}")
+  endif()
+  file(READ ${W}/asked/report.md md)
+  if(NOT md MATCHES "Kernel domain.*head dim 64: outside")
+    message(FATAL_ERROR "report.md does not say what was left out")
+  endif()
+  # A half-only f32/bf16 plugin: interleaved and f16 are said, and f16 alone is nothing to run.
+  run_ok(${ROPECHECK} report --plugin ${P}_nonneg_noscale_half.so ${FAST} --out ${W}/half)
+  file(READ ${W}/half/report.json js)
+  string(JSON outside GET "${js}" domain outside)
+  if(NOT outside MATCHES "f64, f16: not declared" OR NOT outside MATCHES "interleaved: layout")
+    message(FATAL_ERROR "half-only f32/bf16 plugin: outside = ${outside}")
+  endif()
+  execute_process(COMMAND ${ROPECHECK} report --plugin ${P}_nonneg_noscale_half.so ${FAST}
+                          --dtypes f16 --out ${W}/none
+                  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "supports none" OR EXISTS ${W}/none/report.json)
+    message(FATAL_ERROR "f16 on an f32/bf16 plugin: exit ${rc} (expected 2, nothing written)\n${err}")
+  endif()
+  # A sign error in sin: the report fails (exit 1) and its JUnit says so.
+  execute_process(COMMAND ${ROPECHECK} report --plugin ${P}_hd64_128_bug_sin_sign.so ${FAST}
+                          --dtypes f32 --out ${W}/broken
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+  file(READ ${W}/broken/junit.xml junit)
+  if(NOT rc EQUAL 1 OR NOT junit MATCHES "<failure")
+    message(FATAL_ERROR "sin-sign plugin: exit ${rc} (expected 1 with a JUnit failure)")
+  endif()
+  foreach(bad "--kernels;scalar" "--engines;all" "--shard;0/2" "--timeout;0")
+    execute_process(COMMAND ${ROPECHECK} report --plugin ${P}_hd64_128.so ${FAST} ${bad}
+                            --out ${W}/bad
+                    RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+    if(NOT rc EQUAL 2 OR err STREQUAL "")
+      message(FATAL_ERROR "--plugin with '${bad}': exit ${rc} (expected 2 with a message)")
+    endif()
+  endforeach()
 else()
   message(FATAL_ERROR "unknown CASE ${CASE}")
 endif()

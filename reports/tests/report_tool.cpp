@@ -6,6 +6,9 @@
 //   report_tool check-headline FILE         report.json's headline: a row per kernel x dtype, every
 //                                            supported cell a number or an explicit ">= L", a
 //                                            conclusion per dtype, a verdict
+//   report_tool check-atlas JSON MD         the engine atlas: every engine has rows with figures,
+//                                            a limit and a fix, a sentence with its upstream, its
+//                                            checks in the report's; report.md leads with it
 //   report_tool same-json A B               equal apart from the `environment` block
 //   report_tool same-json-merged A B        same text apart from `environment` and `shard`
 //   report_tool png-size FILE MIN_W MIN_H   a PNG at least MIN_W x MIN_H, non-trivial size
@@ -27,6 +30,7 @@
 #include <fstream>
 #include <iostream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 namespace {
@@ -37,6 +41,41 @@ std::string slurp(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The engine atlas block (atlas.cpp) as a reader relies on it.
+std::vector<std::string> atlas_problems(const nlohmann::json& r, const std::string& md) {
+  std::vector<std::string> errs;
+  if (!r.contains("atlas")) return {"no atlas block"};
+  const auto& at = r["atlas"];
+  const std::size_t n_ctx = at["contexts"].size();
+  std::set<std::string> check_kernels;
+  for (const auto& c : r["checks"])
+    if (c["check"] == "MatchesReferenceWithinBound")
+      check_kernels.insert(c["kernel"].get<std::string>() + " " + c["dtype"].get<std::string>());
+  for (std::size_t i = 0; i < at["engines"].size(); ++i) {
+    const std::string e = at["engines"][i]["name"];
+    int rows = 0;
+    for (const auto& row : at["rows"]) {
+      if (row["engine"] != e || !row["supported"].get<bool>()) continue;
+      ++rows;
+      if (row["at"].size() != n_ctx || row["fix"].get<std::string>().empty())
+        errs.push_back(e + ": a row without its figures or fix");
+      const std::string k = e + "@" + row["base_label"].get<std::string>();
+      if (!check_kernels.count(k + " " + row["dtype"].get<std::string>()))
+        errs.push_back(k + " " + row["dtype"].get<std::string>() +
+                       ": no bound check in the report's checks");
+    }
+    if (rows == 0) errs.push_back(e + ": no supported row");
+    const std::string text = at["sentences"][i]["text"];
+    if (text.rfind(e, 0) != 0) errs.push_back(e + ": sentence '" + text + "' is not its own");
+    if (at["engines"][i]["upstream"].get<std::string>().find('@') == std::string::npos)
+      errs.push_back(e + ": upstream without a commit");
+  }
+  const auto atlas_at = md.find("## Engine atlas"), verdict_at = md.find("**Verdict.**");
+  if (atlas_at == std::string::npos || md.find("\n## ") != atlas_at - 1 || atlas_at > verdict_at)
+    errs.push_back("report.md does not lead with the engine atlas");
+  return errs;
 }
 
 int png_size(const std::string& file, unsigned min_w, unsigned min_h);
@@ -240,6 +279,8 @@ int main(int argc, char** argv) {
     }
     if (a.size() == 2 && a[0] == "check-headline")
       return report(headline_problems(slurp(a[1])), a[1]);
+    if (a.size() == 3 && a[0] == "check-atlas")
+      return report(atlas_problems(nlohmann::json::parse(slurp(a[1])), slurp(a[2])), a[1]);
     if (a.size() == 3 && a[0] == "same-json") {
       auto x = nlohmann::json::parse(slurp(a[1]));
       auto y = nlohmann::json::parse(slurp(a[2]));

@@ -112,7 +112,10 @@ void print_kernels(const char* heading, const nlohmann::json& kernels) {
         g->first += std::string(", ") + name(d);
     }
     for (const auto& [dtypes, line] : groups)
-      std::cout << "    " << (groups.size() == 1 ? "all dtypes" : dtypes) << ": " << line << "\n";
+      std::cout << "    "
+                << (groups.size() == 1 && kj["policy"].size() == kAllDtypes.size() ? "all dtypes"
+                                                                                   : dtypes)
+                << ": " << line << "\n";
   }
 }
 

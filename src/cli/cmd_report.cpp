@@ -10,6 +10,8 @@
 #include <memory>
 
 #include "cli.hpp"
+#include "plugin_load.hpp"
+#include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/kernels/simd_info.hpp"
 #include "ropecheck/reports/report.hpp"
@@ -55,12 +57,19 @@ int interrupted(const std::string& where) {
   return 128 + sig;
 }
 
+// What one `report` runs (run_report): ropecheck's own kernels (--kernels), the engine atlas
+// (--engines), both (neither option: the atlas first), or one plugin (--plugin / --worker-fds).
 struct ReportArgs {
-  std::string kernels = "all";
-  std::string dtypes = "f64,f32,f16,bf16";
-  std::string head_dims = "64,128";
-  std::string bases = "1e4,1e6";
-  std::string layouts = "interleaved,half";
+  std::string kernels;  // empty: not given
+  std::string engines;  // empty: not given
+  std::string plugin;
+  std::string worker_fds;  // "R,W": a worker already serving (the Python module's rc.report)
+  double timeout = 10;     // per plugin call
+  // The sweep's axes; empty: the defaults of what runs (kAxes / kAtlasAxes).
+  std::string dtypes;
+  std::string head_dims;
+  std::string bases;
+  std::string layouts;
   long long max_position = 1LL << 20;
   long long samples = reports::Options{}.samples;
   unsigned long long seed = 1;
@@ -86,7 +95,7 @@ void push_unique(std::vector<T>& v, const T& x, const std::string& what, const s
 }
 
 std::vector<const Kernel*> parse_kernels(const std::string& list) {
-  if (list == "all") return builtin_kernels();
+  if (list.empty() || list == "all") return builtin_kernels();
   std::vector<const Kernel*> kernels;
   for (const auto& n : split(list, ',', "--kernels")) {
     const Kernel* k = find_builtin_kernel(n);
@@ -99,6 +108,26 @@ std::vector<const Kernel*> parse_kernels(const std::string& list) {
     push_unique(kernels, k, "--kernels", n);
   }
   return kernels;
+}
+
+// The axes' defaults: ropecheck's own kernels (and plugins) sweep every dtype at head dims 64 and
+// 128 and bases 1e4 and 1e6; the atlas sweeps the dtypes models run in, at the head dim of most
+// current models and the bases of Llama 2 (1e4) and Llama 3 (5e5), each engine in its own layout.
+struct Axes {
+  const char *dtypes, *head_dims, *bases, *layouts;
+};
+constexpr Axes kAxes{"f64,f32,f16,bf16", "64,128", "1e4,1e6", "interleaved,half"};
+constexpr Axes kAtlasAxes{"f32,bf16,f16", "128", "1e4,5e5", "half,interleaved"};
+
+ReportArgs with_axes(ReportArgs a, const Axes& def, bool keep_given) {
+  const auto pick = [&](std::string& v, const char* d) {
+    if (!keep_given || v.empty()) v = d;
+  };
+  pick(a.dtypes, def.dtypes);
+  pick(a.head_dims, def.head_dims);
+  pick(a.bases, def.bases);
+  pick(a.layouts, def.layouts);
+  return a;
 }
 
 // The sweep's axes: dtypes, head dims, bases, layouts.
@@ -171,16 +200,17 @@ nlohmann::json read_baseline(const ReportArgs& a) {
   return baseline;
 }
 
+// Produces the report document (one or two sweeps) with the progress callback and stop poll.
+using Sweep = std::function<nlohmann::json(const reports::Progress&, std::function<bool()>)>;
+
 // Runs the sweep and writes the report set; the exit status (0/1, or 128 + signal).
-int sweep_and_write(const ReportArgs& a, reports::Options o,
-                    const std::vector<const Kernel*>& kernels, const nlohmann::json& baseline) {
+int sweep_and_write(const ReportArgs& a, const Sweep& sweep, const nlohmann::json& baseline) {
   reports::Progress progress;
   if (!a.quiet) progress = [](const std::string& s) { std::cerr << s << "\n"; };
   install_stop_handlers();
-  o.stop = [] { return g_signal != 0; };
   nlohmann::json report;
   try {
-    report = reports::run(o, kernels, progress);
+    report = sweep(progress, [] { return g_signal != 0; });
   } catch (const reports::Interrupted& e) {
     return interrupted(std::string(e.what()) + "; nothing written, the previous report in '" +
                        a.out + "' (if any) is unchanged");
@@ -205,15 +235,120 @@ int sweep_and_write(const ReportArgs& a, reports::Options o,
   return report_verdict(report);
 }
 
+// --engines all|a,b: the engine kernels with their provenance, in atlas order.
+std::vector<reports::AtlasEngine> parse_engines(const std::string& list) {
+  std::vector<const EngineKernel*> ks;
+  if (list.empty() || list == "all") {
+    ks = engine_kernels();
+  } else {
+    for (const auto& n : split(list, ',', "--engines")) {
+      const EngineKernel* k = find_engine_kernel(n);
+      if (!k) {
+        std::string names;
+        for (const EngineKernel* e : engine_kernels())
+          names += (names.empty() ? "" : ", ") + e->name();
+        throw UsageError("--engines: no engine named '" + n + "' (available: " + names +
+                         ", or 'all')");
+      }
+      push_unique(ks, k, "--engines", n);
+    }
+  }
+  std::vector<reports::AtlasEngine> out;
+  for (const EngineKernel* k : ks) {
+    const Provenance p = k->provenance();
+    out.push_back({k, p.engine, p.upstream, p.checked, p.modelled});
+  }
+  return out;
+}
+
+nlohmann::json run_atlas_checked(const reports::Options& o,
+                                 const std::vector<reports::AtlasEngine>& engines,
+                                 const reports::Progress& progress) {
+  try {
+    return reports::run_atlas(o, engines, progress);
+  } catch (const reports::OptionsError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// --plugin / --worker-fds: the report of one third-party kernel, swept inside its declared domain
+// (what was left out is said in the report's "domain" lines and on stderr).
+int report_plugin(const ReportArgs& a) {
+  if (!a.kernels.empty() || !a.engines.empty())
+    throw UsageError("--plugin reports one plugin: --kernels and --engines do not go with it");
+  if (!a.merge.empty() || !a.shard.empty())
+    throw UsageError("--plugin does not take --shard or --merge");
+  if (!(a.timeout > 0) || !std::isfinite(a.timeout)) throw UsageError("--timeout must be > 0");
+  reports::Options o = parse_options(with_axes(a, kAxes, true));
+  const nlohmann::json baseline = read_baseline(a);
+  const auto pk =
+      load_plugin(a.plugin.empty() ? "worker:" + a.worker_fds : a.plugin, a.worker_fds, a.timeout);
+  const std::vector<std::string> notes = restrict_to_domain(o, *pk, !a.head_dims.empty());
+  try {
+    reports::validate(o);
+  } catch (const reports::OptionsError& e) {
+    throw UsageError(e.what());
+  }
+  o.threads = 1;  // the plugin worker serves one call at a time
+  for (const auto& n : notes) std::cerr << "ropecheck report: outside the domain: " << n << "\n";
+  const Sweep sweep = [&](const reports::Progress& progress, std::function<bool()> stop) {
+    reports::Options x = o;
+    x.stop = stop;
+    nlohmann::json doc = reports::run(x, {pk.get()}, progress);
+    doc["domain"] = {{"declared", describe_domain(pk->domain())}, {"outside", notes}};
+    if (pk->poisoned()) {
+      // A fault during the sweep: the figures after it are the poisoned kernel's errors, so the
+      // report must fail, whatever the bounds say.
+      nlohmann::json c{{"kernel", pk->name()},
+                       {"dtype", name(o.dtypes.front())},
+                       {"check", "PluginRanWithoutFaults"},
+                       {"passed", false},
+                       {"message", pk->faults().front().message()}};
+      doc["checks"].insert(doc["checks"].begin(), c);
+    }
+    return doc;
+  };
+  return sweep_and_write(a, sweep, baseline);
+}
+
 int run_report(const ReportArgs& a) {
   if (!a.merge.empty()) {
     if (!a.shard.empty()) throw UsageError("--merge and --shard exclude each other");
     return merge_reports(a.merge, a.out, a.baseline, a.baseline_factor);
   }
-  const std::vector<const Kernel*> kernels = parse_kernels(a.kernels);
-  const reports::Options o = parse_options(a);
+  if (!a.plugin.empty() || !a.worker_fds.empty()) return report_plugin(a);
+  const bool own = !a.kernels.empty() || a.engines.empty();
+  // The atlas: asked for, or by default when the sweep is the whole default one (a shard or a
+  // model's spec describes ropecheck's own kernels only).
+  const bool atlas = !a.engines.empty() || (a.kernels.empty() && a.shard.empty() &&
+                                            a.hf.path.empty() && !engine_kernels().empty());
+  if (!a.engines.empty() && (!a.shard.empty() || !a.hf.path.empty()))
+    throw UsageError("--engines runs the engine atlas, which --shard and --hf-config do not take");
+  const std::vector<const Kernel*> kernels =
+      own ? parse_kernels(a.kernels) : std::vector<const Kernel*>{};
+  const std::vector<reports::AtlasEngine> engines =
+      atlas ? parse_engines(a.engines) : std::vector<reports::AtlasEngine>{};
+  // The axes given apply to ropecheck's own kernels; to the atlas only when it runs alone.
+  const reports::Options o = parse_options(with_axes(a, kAxes, true));
+  const reports::Options ao = parse_options(with_axes(a, kAtlasAxes, !own));
   const nlohmann::json baseline = read_baseline(a);
-  return sweep_and_write(a, o, kernels, baseline);
+  const Sweep sweep = [&](const reports::Progress& progress, std::function<bool()> stop) {
+    nlohmann::json atlas_doc;
+    if (atlas) {
+      reports::Options x = ao;
+      x.stop = stop;
+      const reports::Progress p =
+          progress ? [&](const std::string& m) { progress("[atlas] " + m); } : reports::Progress{};
+      atlas_doc = run_atlas_checked(x, engines, p);
+      if (!own) return atlas_doc;
+    }
+    reports::Options x = o;
+    x.stop = stop;
+    nlohmann::json doc = reports::run(x, kernels, progress);
+    if (atlas) reports::embed_atlas(doc, atlas_doc);
+    return doc;
+  };
+  return sweep_and_write(a, sweep, baseline);
 }
 
 }  // namespace
@@ -224,11 +359,25 @@ void add_report(CLI::App& app, int& status) {
       "report",
       "Precision report per kernel x dtype x position bucket: writes report.json, report.md, "
       "report.html and junit.xml into --out");
-  cmd->add_option("--kernels", a->kernels, "comma-separated kernel names, or 'all' (default)");
-  cmd->add_option("--dtypes", a->dtypes, "comma-separated dtypes (default f64,f32,f16,bf16)");
-  cmd->add_option("--head-dims", a->head_dims, "comma-separated head dims (default 64,128)");
-  cmd->add_option("--bases", a->bases, "comma-separated bases (default 1e4,1e6)");
-  cmd->add_option("--layouts", a->layouts, "interleaved,half (default both)");
+  cmd->add_option("--kernels", a->kernels,
+                  "ropecheck's own kernels, comma-separated, or 'all'; without --kernels and "
+                  "--engines: the engine atlas, then all of ropecheck's own kernels");
+  cmd->add_option("--engines", a->engines,
+                  "the engine atlas: engine kernels (see 'ropecheck list'), comma-separated, or "
+                  "'all'; alone, the axes below apply to the atlas");
+  cmd->add_option("--plugin", a->plugin,
+                  "report one third-party kernel (.so, plugin ABI) inside its declared domain");
+  cmd->add_option("--worker-fds", a->worker_fds,
+                  "R,W: report a kernel served on these descriptors (the Python module)");
+  cmd->add_option("--timeout", a->timeout, "per plugin call, seconds (default 10)");
+  cmd->add_option("--dtypes", a->dtypes,
+                  "comma-separated dtypes (default f64,f32,f16,bf16; atlas: f32,bf16,f16)");
+  cmd->add_option("--head-dims", a->head_dims,
+                  "comma-separated head dims (default 64,128; atlas: 128; plugin: its declared "
+                  "list)");
+  cmd->add_option("--bases", a->bases, "comma-separated bases (default 1e4,1e6; atlas: 1e4,5e5)");
+  cmd->add_option("--layouts", a->layouts,
+                  "interleaved,half (default both; the atlas runs each engine in its own)");
   cmd->add_option("--max-position", a->max_position, "largest position sampled (default 2^20)");
   cmd->add_option("--samples", a->samples,
                   "vectors per kernel x dtype x spec x bucket (default " +

@@ -23,6 +23,7 @@
 
 #include "cli.hpp"
 #include "forked_jobs.hpp"
+#include "plugin_load.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/plugin/host.hpp"
 #include "ropecheck/properties.hpp"
@@ -143,31 +144,6 @@ std::string classification(const ConfigResult& r) {
   if (wrong) return "wrong_results";
   if (coverage) return "coverage_failure";
   return "pass";
-}
-
-// The declared domain in one line, as the properties read it.
-std::string describe_domain(const Domain& d) {
-  std::ostringstream o;
-  o << "head_dim ";
-  if (d.head_dims.empty()) {
-    o << "any";
-  } else {
-    o << "{";
-    for (std::size_t i = 0; i < d.head_dims.size(); ++i) o << (i ? "," : "") << d.head_dims[i];
-    o << "}";
-  }
-  const bool any_pos = d.min_position == std::numeric_limits<std::int64_t>::min() &&
-                       d.max_position == std::numeric_limits<std::int64_t>::max();
-  o << "; positions ";
-  if (any_pos)
-    o << "any int64";
-  else
-    o << "[" << d.min_position << ", " << d.max_position << "]";
-  o << "; magnitude scale " << (d.magnitude_scale ? "yes" : "no (scale = 1)") << "; in-place "
-    << (d.in_place ? "yes" : "no") << "; layouts bitwise symmetric "
-    << (d.layouts_bitwise_symmetric ? "yes" : "no (compared within the bound)")
-    << "; batch-invariant " << (d.batch_invariant ? "yes" : "no (compared within the bound)");
-  return o.str();
 }
 
 std::string fault_short(const plugin::Fault& f) {
@@ -711,43 +687,6 @@ std::vector<Layout> parse_layouts(const ValidateOptions& o, const std::optional<
   return layouts;
 }
 
-// --worker-fds R,W: the two descriptors of a worker that serves already (plugin::serve).
-std::pair<int, int> parse_worker_fds(const std::string& text) {
-  const auto parts = split(text, ',', "--worker-fds");
-  long long r = -1, w = -1;
-  if (parts.size() != 2 || !parse_int64(parts[0], r) || !parse_int64(parts[1], w) || r < 0 ||
-      w < 0 || r > 65535 || w > 65535)
-    throw UsageError("--worker-fds: expected R,W (two file descriptors), got '" + text + "'");
-  return {static_cast<int>(r), static_cast<int>(w)};
-}
-
-std::unique_ptr<plugin::PluginKernel> load_plugin(const ValidateOptions& o) {
-  plugin::Options po;
-  po.timeout_s = o.timeout;
-  std::unique_ptr<plugin::PluginKernel> pk;
-  try {
-    if (!o.worker_fds.empty()) {
-      const auto [r, w] = parse_worker_fds(o.worker_fds);
-      pk = plugin::PluginKernel::attach(r, w, o.plugin, po);
-    } else {
-      pk = plugin::PluginKernel::load(o.plugin, po);
-    }
-  } catch (const plugin::LoadError& e) {
-    throw UsageError(std::string("cannot use plugin: ") + e.what());
-  }
-  // Tables handed to plugins that take one: correctly rounded from the exact theta_i.
-  pk->set_inv_freq_provider([](const RopeSpec& s) {
-    plugin::InvFreqTables t;
-    for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
-      const ref::Mp th = ref::inv_freq(s, i);
-      t.f64.push_back(ref::round_to(th, Dtype::f64));
-      t.f32.push_back(static_cast<float>(ref::round_to(th, Dtype::f32)));
-    }
-    return t;
-  });
-  return pk;
-}
-
 // The options' part of the plan, parsed before the plugin is loaded.
 Plan parse_plan(const ValidateOptions& o) {
   Plan plan;
@@ -992,7 +931,7 @@ std::vector<ConfigResult> run_configs(plugin::PluginKernel& pk, const std::vecto
     got[j.config][static_cast<std::size_t>(j.check)] = from_text(text);
   };
   fj.runner_start = [&] {
-    own = load_plugin(o);
+    own = load_plugin(o.plugin, o.worker_fds, o.timeout);
     current = own.get();
   };
   fj.runner_end = [&] { own.reset(); };
@@ -1041,9 +980,11 @@ void write_outputs(plugin::PluginKernel& pk, const std::vector<ConfigResult>& re
   ro.threads = 1;  // the plugin worker serves one call at a time
   pk.reset();
   try {
+    const std::vector<std::string> outside = restrict_to_domain(ro, pk, false);
     reports::validate(ro);
     auto report = reports::run(ro, {&pk},
                                [](const std::string& m) { std::cerr << "[report] " << m << "\n"; });
+    report["domain"] = {{"declared", describe_domain(pk.domain())}, {"outside", outside}};
     reports::write_all(report, o.out);
     nlohmann::json full = doc;
     if (pk.poisoned()) {
@@ -1068,7 +1009,7 @@ int run_validate(ValidateOptions o) {
     if (o.plugin.empty()) o.plugin = "worker:" + o.worker_fds;
   }
   Plan plan = parse_plan(o);
-  const std::unique_ptr<plugin::PluginKernel> pk = load_plugin(o);
+  const std::unique_ptr<plugin::PluginKernel> pk = load_plugin(o.plugin, o.worker_fds, o.timeout);
   plan_plugin(plan, *pk, o);
   for (const auto& f : o.properties)
     if (f != "Differential" && !props::parse_property(f))

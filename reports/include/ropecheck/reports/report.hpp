@@ -45,7 +45,8 @@ namespace ropecheck::reports {
 // 2: buckets carry mergeable state ("merge"), octaves their exact sum, shard metadata.
 // 3: the policy's trig_error; simd_path avx512bf16.
 // 4: the policy's recipe may be ladder_f32 (ggml / llama.cpp).
-inline constexpr int kSchemaVersion = 4;
+// 5: the engine atlas block ("atlas"; its checks come first in "checks").
+inline constexpr int kSchemaVersion = 5;
 
 // Bad options: the CLI maps this to exit status 2.
 class OptionsError : public std::invalid_argument {
@@ -117,6 +118,26 @@ using Progress = std::function<void(const std::string&)>;
 // (see reports/report.schema.json). `kernels` are the kernels to describe (built-in or plugins).
 nlohmann::json run(const Options& o, const std::vector<const Kernel*>& kernels,
                    const Progress& progress = {});
+
+// ---- the engine atlas (atlas.cpp) --------------------------------------------------------------
+// An engine kernel and where its recipe comes from (the CLI fills this from the kernels library's
+// provenance: the reports do not link the kernels).
+struct AtlasEngine {
+  const Kernel* kernel = nullptr;
+  std::string engine, upstream, checked, modelled;
+};
+// The atlas run: every engine at o.head_dims (exactly one) x o.bases x o.dtypes in its own layout
+// (half when it runs it, else interleaved), with o's positions, samples and seed; no variant
+// sections. The usual report document of that run (its kernels are "<engine>@<base>") plus an
+// "atlas" block: per engine x base x dtype the headline figures, what limits each (storage,
+// angle, table, trig, arithmetic) and what would fix it, one sentence per engine, the
+// provenance of each, and the run's results (for the charts). Throws OptionsError when no engine
+// runs any of the specs.
+nlohmann::json run_atlas(const Options& o, const std::vector<AtlasEngine>& engines,
+                         const Progress& progress = {});
+// Puts atlas_doc's "atlas" block into doc (rendered first) and atlas_doc's checks before doc's
+// (exit status and JUnit include them).
+void embed_atlas(nlohmann::json& doc, const nlohmann::json& atlas_doc);
 
 // Merges the reports of every shard of one sweep (same options, each shard index once) into the
 // report the unsharded run gives, bit for bit apart from "environment" and "shard". Throws

@@ -1,0 +1,231 @@
+// The engine atlas (report.hpp, run_atlas): the precision of the RoPE recipes production engines
+// run, compared. Not a second report engine: a plan over the engine kernels, each restricted to
+// one base and its own layout (AtlasCell), swept by run() like any kernel; the block below is
+// read off that run's headline rows and results. The figures are the headline's (max per-pair
+// error by context, first crossing of 2x/8x/64x the storage rounding); what the atlas adds is
+// which part of the recipe limits each engine and one sentence per engine on what would fix it.
+#include "document.hpp"
+#include "ropecheck/reports/report.hpp"
+#include "ropecheck/verify/verify.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <set>
+
+namespace ropecheck::reports {
+
+namespace {
+
+using json = nlohmann::json;
+using detail::dbl_of;
+
+// "1e4", "5e5", "500000.5": bases as model configs quote them.
+std::string base_label(double b) {
+  for (int e = 0; e <= 15; ++e) {
+    const double c = b / std::pow(10.0, e);
+    if (c >= 1 && c < 10 && c == std::floor(c) && c * std::pow(10.0, e) == b)
+      return std::to_string(static_cast<int>(c)) + "e" + std::to_string(e);
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", b);
+  return buf;
+}
+
+// One engine at one base, in its own layout: the sweep runs every (spec, kernel) pair and skips
+// the specs a kernel does not support, so restricting supports() is what makes a row of the atlas
+// an (engine, base) pair without a second sweep.
+class AtlasCell final : public Kernel {
+ public:
+  AtlasCell(const Kernel& k, double base, Layout layout)
+      : k_(k), base_(base), layout_(layout), name_(k.name() + "@" + base_label(base)) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return k_.description(); }
+  Policy policy(Dtype d) const override { return k_.policy(d); }
+  bool supports(const RopeSpec& spec, Dtype d) const override {
+    return spec.base == base_ && spec.layout == layout_ && k_.supports(spec, d);
+  }
+  KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
+    return supports(spec, a.dtype) ? k_.apply(spec, a) : KernelStatus::unsupported;
+  }
+  Domain domain() const override { return k_.domain(); }
+
+ private:
+  const Kernel& k_;
+  double base_;
+  Layout layout_;
+  std::string name_;
+};
+
+// The engine's own layout: half (NeoX / rotate_half, what HF, vLLM and FlashInfer default to)
+// when it runs it, else interleaved.
+std::optional<Layout> native_layout(const Kernel& k, std::int64_t head_dim, double base,
+                                    const std::vector<Dtype>& dtypes) {
+  for (Layout l : {Layout::half, Layout::interleaved}) {
+    RopeSpec s;
+    s.head_dim = head_dim;
+    s.base = base;
+    s.layout = l;
+    s = s.normalized();
+    for (Dtype d : dtypes)
+      if (k.supports(s, d)) return l;
+  }
+  return std::nullopt;
+}
+
+// Which part of the rotation dominates its derived error (bounds.cpp, sections 2 and 3): the trig
+// (trig_error u of the angle precision), the table (cos/sin rounded into a narrower table, or into
+// narrower arithmetic), or the arithmetic (two products and an add, 2 u of its precision).
+const char* rotation_part(const Policy& p) {
+  const double ua = unit_roundoff(angle_precision(p)), ut = unit_roundoff(p.table),
+               ur = unit_roundoff(p.arithmetic);
+  const double trig = p.trig_error * ua;
+  const double table = (ut > ua ? ut : 0) + (ur > std::max(ut, ua) ? ur : 0);
+  const double arith = 2 * ur;
+  if (arith >= table && arith >= trig) return "arithmetic";
+  return table >= trig ? "table" : "trig";
+}
+
+std::string limit_of(const json& cell, const Policy& p) {
+  const std::string by = cell["limited_by"].get<std::string>();
+  return by == "rotation" ? rotation_part(p) : by;
+}
+
+// What would fix a limit, in the engine's own terms (its precisions).
+std::string fix_for(const std::string& limit, const Policy& p, const std::string& dtype) {
+  const std::string a = name(angle_precision(p));
+  if (limit == "storage") return "nothing to fix: within 2x the " + dtype + " storage rounding";
+  if (limit == "angle" && a == "f32")
+    return "form the angle m*theta in f64 (f32 positions times an f32 inv_freq lose ~|m| 2^-24 "
+           "rad) and round cos/sin once";
+  if (limit == "angle")
+    return "reduce m*theta in wider precision (the " + a + " angle errs by ~|m| u_" + a + " rad)";
+  if (limit == "table")
+    return std::string("keep cos/sin in f32 (the table is ") + name(p.table) + ")";
+  if (limit == "trig")
+    return "use an accurately range-reduced sin/cos (declared trig error " +
+           verify::fmt(p.trig_error, 3) + " u of " + a + ")";
+  if (limit == "arithmetic")
+    return std::string("rotate in f32 and round into ") + dtype +
+           " once (each operation of the rotation rounds into " + name(p.arithmetic) + ")";
+  return "non-finite outputs: see the worst cases";
+}
+
+struct CellInfo {
+  std::size_t engine;
+  double base;
+  Layout layout;
+};
+
+json atlas_row(const json& hrow, const CellInfo& ci, const AtlasEngine& e) {
+  json row{{"engine", e.kernel->name()},
+           {"base", ci.base},
+           {"base_label", base_label(ci.base)},
+           {"layout", name(ci.layout)},
+           {"dtype", hrow["dtype"]},
+           {"supported", hrow["supported"]},
+           {"modelled", !e.modelled.empty()}};
+  if (!hrow["supported"].get<bool>()) return row;
+  const Policy p = e.kernel->policy(*parse_dtype(hrow["dtype"].get<std::string>()));
+  row["at"] = hrow["at"];
+  row["exceeds"] = hrow["exceeds"];
+  for (auto& c : row["at"]) c["limited_by"] = limit_of(c, p);
+  row["limited_by"] = row["at"].back()["limited_by"];
+  row["fix"] = fix_for(row["limited_by"].get<std::string>(), p, hrow["dtype"].get<std::string>());
+  return row;
+}
+
+// One sentence per engine: at the longest context, which dtypes are limited by what, and the fix
+// of each limit (the same limit in several dtypes and bases is said once).
+std::string engine_sentence(const AtlasEngine& e, const json& rows, const std::string& longest) {
+  std::vector<std::pair<std::string, std::set<std::string>>> by_fix;  // "limit: fix" -> dtypes
+  for (const auto& r : rows) {
+    if (r["engine"] != e.kernel->name() || !r["supported"].get<bool>()) continue;
+    const std::string key =
+        r["limited_by"].get<std::string>() + "-limited: " + r["fix"].get<std::string>();
+    auto it = std::find_if(by_fix.begin(), by_fix.end(), [&](auto& x) { return x.first == key; });
+    if (it == by_fix.end()) it = by_fix.insert(by_fix.end(), {key, {}});
+    it->second.insert(r["dtype"].get<std::string>());
+  }
+  if (by_fix.empty()) return e.kernel->name() + ": runs none of the atlas specs.";
+  std::string s = e.kernel->name() + " at " + longest + ": ";
+  for (std::size_t i = 0; i < by_fix.size(); ++i) {
+    std::string ds;
+    for (const auto& d : by_fix[i].second) ds += (ds.empty() ? "" : "/") + d;
+    s += (i ? "; " : "") + ds + " " + by_fix[i].first;
+  }
+  return s + ".";
+}
+
+json engines_json(const std::vector<AtlasEngine>& engines) {
+  json j = json::array();
+  for (const auto& e : engines)
+    j.push_back({{"name", e.kernel->name()},
+                 {"description", e.kernel->description()},
+                 {"engine", e.engine},
+                 {"upstream", e.upstream},
+                 {"checked", e.checked},
+                 {"modelled", e.modelled}});
+  return j;
+}
+
+json atlas_block(const json& doc, const std::vector<AtlasEngine>& engines,
+                 const std::vector<std::unique_ptr<AtlasCell>>& cells,
+                 const std::vector<CellInfo>& info) {
+  json rows = json::array();
+  for (const auto& hrow : doc["headline"]["rows"])
+    for (std::size_t c = 0; c < cells.size(); ++c)
+      if (hrow["kernel"] == cells[c]->name())
+        rows.push_back(atlas_row(hrow, info[c], engines[info[c].engine]));
+  const std::string longest = doc["headline"]["contexts"].back()["label"].get<std::string>();
+  json sentences = json::array();
+  for (const auto& e : engines)
+    sentences.push_back(
+        {{"engine", e.kernel->name()}, {"text", engine_sentence(e, rows, longest)}});
+  return {{"engines", engines_json(engines)},
+          {"head_dim", doc["options"]["head_dims"][0]},
+          {"bases", doc["options"]["bases"]},
+          {"dtypes", doc["options"]["dtypes"]},
+          {"contexts", doc["headline"]["contexts"]},
+          {"factors", doc["headline"]["factors"]},
+          {"rows", rows},
+          {"sentences", sentences},
+          {"results", doc["results"]}};
+}
+
+}  // namespace
+
+json run_atlas(const Options& o, const std::vector<AtlasEngine>& engines,
+               const Progress& progress) {
+  if (engines.empty()) throw OptionsError("--engines: no engine kernel to run");
+  if (o.head_dims.size() != 1) throw OptionsError("the atlas runs one head dim");
+  std::vector<std::unique_ptr<AtlasCell>> cells;
+  std::vector<CellInfo> info;
+  for (std::size_t e = 0; e < engines.size(); ++e)
+    for (double b : o.bases)
+      if (auto l = native_layout(*engines[e].kernel, o.head_dims[0], b, o.dtypes)) {
+        cells.push_back(std::make_unique<AtlasCell>(*engines[e].kernel, b, *l));
+        info.push_back({e, b, *l});
+      }
+  if (cells.empty()) throw OptionsError("--engines: no engine runs the atlas's specs and dtypes");
+  Options ao = o;
+  ao.layouts = {Layout::half, Layout::interleaved};
+  ao.variants = false;
+  std::vector<const Kernel*> ks;
+  for (const auto& c : cells) ks.push_back(c.get());
+  json doc = run(ao, ks, progress);
+  doc["atlas"] = atlas_block(doc, engines, cells, info);
+  doc["atlas"]["embedded"] = false;
+  return doc;
+}
+
+void embed_atlas(json& doc, const json& atlas_doc) {
+  json checks = atlas_doc.at("checks");
+  for (const auto& c : doc.at("checks")) checks.push_back(c);
+  doc["checks"] = checks;
+  doc["atlas"] = atlas_doc.at("atlas");
+  doc["atlas"]["embedded"] = true;
+}
+
+}  // namespace ropecheck::reports

@@ -1,0 +1,34 @@
+// Loading a plugin for `validate` and `report --plugin` (one path for both): from a shared object,
+// or attached to a worker that already serves (--worker-fds, the Python module's rc.validate and
+// rc.report), with correctly rounded inv_freq tables for plugins that take one; and what of a
+// report's sweep lies inside the plugin's declared domain.
+#pragma once
+
+#include "ropecheck/plugin/host.hpp"
+#include "ropecheck/reports/report.hpp"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ropecheck::cli {
+
+// --worker-fds R,W: the two descriptors of a worker that serves already (plugin::serve).
+std::pair<int, int> parse_worker_fds(const std::string& text);
+
+// UsageError (exit 2) when the plugin cannot be used.
+std::unique_ptr<plugin::PluginKernel> load_plugin(const std::string& path,
+                                                  const std::string& worker_fds, double timeout);
+
+// The declared domain in one line, as the properties read it.
+std::string describe_domain(const Domain& d);
+
+// Narrows a report's sweep to what the kernel declares: the dtypes, head dims, bases and layouts
+// its supports() accepts (head dims: its declared list when it has one and none were asked for),
+// positions up to its max_position. Returns one line per thing left out ("f64, f16: not declared
+// by the kernel"); UsageError when nothing of the sweep is inside the domain.
+std::vector<std::string> restrict_to_domain(reports::Options& o, const Kernel& k,
+                                            bool head_dims_given);
+
+}  // namespace ropecheck::cli
