@@ -199,17 +199,28 @@ json atlas_block(const json& doc, const std::vector<AtlasEngine>& engines,
 json run_atlas(const Options& o, const std::vector<AtlasEngine>& engines,
                const Progress& progress) {
   if (engines.empty()) throw OptionsError("--engines: no engine kernel to run");
-  if (o.head_dims.size() != 1) throw OptionsError("the atlas runs one head dim");
+  Options ao = o;
+  if (o.spec) ao.head_dims = {o.spec->head_dim}, ao.bases = {o.spec->base};
+  if (ao.head_dims.size() != 1) throw OptionsError("the atlas runs one head dim");
   std::vector<std::unique_ptr<AtlasCell>> cells;
   std::vector<CellInfo> info;
   for (std::size_t e = 0; e < engines.size(); ++e)
-    for (double b : o.bases)
-      if (auto l = native_layout(*engines[e].kernel, o.head_dims[0], b, o.dtypes)) {
+    for (double b : ao.bases)
+      // A model's spec (--hf-config): its layout, for every engine that runs it.
+      if (auto l = o.spec ? std::optional<Layout>(o.spec->layout)
+                          : native_layout(*engines[e].kernel, ao.head_dims[0], b, ao.dtypes)) {
         cells.push_back(std::make_unique<AtlasCell>(*engines[e].kernel, b, *l));
         info.push_back({e, b, *l});
       }
-  if (cells.empty()) throw OptionsError("--engines: no engine runs the atlas's specs and dtypes");
-  Options ao = o;
+  const auto runs = [&](const AtlasCell& c) {
+    for (Dtype d : ao.dtypes)
+      if (ao.spec ? c.supports(*ao.spec, d) : true) return true;
+    return false;
+  };
+  if (cells.empty() || std::none_of(cells.begin(), cells.end(), [&](auto& c) { return runs(*c); }))
+    throw OptionsError("--engines: no engine runs " +
+                       (ao.spec ? "this model's spec (" + describe(*ao.spec) + ")"
+                                : std::string("the atlas's specs and dtypes")));
   ao.layouts = {Layout::half, Layout::interleaved};
   ao.variants = false;
   std::vector<const Kernel*> ks;
@@ -217,6 +228,7 @@ json run_atlas(const Options& o, const std::vector<AtlasEngine>& engines,
   json doc = run(ao, ks, progress);
   doc["atlas"] = atlas_block(doc, engines, cells, info);
   doc["atlas"]["embedded"] = false;
+  if (ao.spec) doc["atlas"]["model_spec"] = describe(*ao.spec);
   return doc;
 }
 

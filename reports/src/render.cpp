@@ -189,9 +189,10 @@ Table atlas_table(const json& a) {
   t.note =
       "Each engine kernel computes what that engine computes (its inv_freq, position cast, angle "
       "product, trig, table dtype and every rounding of the rotation; see each engine's upstream "
-      "file and commit below), at head dim " +
-      cell(a["head_dim"]) +
-      ", in its own layout. Cells: the max per-pair error over every sampled pair at positions < "
+      "file and commit below), " +
+      (a.contains("model_spec") ? "on the model's spec " + cell(a["model_spec"])
+                                : "at head dim " + cell(a["head_dim"]) + ", in its own layout") +
+      ". Cells: the max per-pair error over every sampled pair at positions < "
       "L, in u of the dtype and relative; '> k u': the shortest context where it first exceeds k x "
       "the storage rounding. limited by: storage (within 2 u), angle (the recipe's m*theta), "
       "table (cos/sin rounded into a narrow table), trig (the sin/cos evaluation), arithmetic (the "

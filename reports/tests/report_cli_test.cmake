@@ -8,6 +8,7 @@
 #   shard        unsharded == --shard 0/2 + GTEST_* 1/2 merged (apart from environment/shard);
 #                bad merges and bad --shard values exit 2
 #   validate_shard  validate --shard 0/2 + GTEST_* 1/2 configurations == the unsharded run's
+#   atlas_model  report --engines --hf-config: the engines on a model's spec, or exit 2
 #   plugin       report --plugin: the sweep stays inside the declared domain (head dims, dtypes,
 #                layouts) and says what it left out; a broken plugin fails; nothing inside: exit 2
 cmake_minimum_required(VERSION 3.25)
@@ -223,6 +224,26 @@ elseif(CASE STREQUAL "validate_shard")
   list(SORT all)
   if(NOT n EQUAL 3 OR n0 EQUAL 0 OR n1 EQUAL 0 OR NOT "${union}" STREQUAL "${all}")
     message(FATAL_ERROR "shards [${s0}] + [${s1}] != unsharded [${all}]")
+  endif()
+elseif(CASE STREQUAL "atlas_model")
+  # --engines --hf-config: the engines on one model's spec; a spec no engine runs is exit 2.
+  set(W ${WORK}/atlas_model)
+  file(REMOVE_RECURSE ${W})
+  file(WRITE ${W}/qwen2.json "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 3584, \"num_attention_heads\": 28, \"rope_theta\": 1000000.0, \"max_position_embeddings\": 32768}")
+  run_ok(${ROPECHECK} report --engines all --hf-config ${W}/qwen2.json --samples 8
+         --max-position 70000 --quiet --out ${W}/q)
+  run_ok(${TOOL} validate-json ${SCHEMA} ${W}/q/report.json)
+  file(READ ${W}/q/report.json js)
+  string(JSON ms GET "${js}" atlas model_spec)
+  string(JSON b GET "${js}" atlas rows 0 base)
+  if(NOT ms MATCHES "head_dim=128" OR NOT b EQUAL 1000000)
+    message(FATAL_ERROR "atlas on the Qwen2 spec: model_spec '${ms}', base ${b}")
+  endif()
+  execute_process(COMMAND ${ROPECHECK} report --engines all --hf-config ${HF_DIR}/llama31_8b.json
+                          --samples 8 --quiet --out ${W}/llama
+                  RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "no engine runs this model's spec")
+    message(FATAL_ERROR "llama3-scaled spec: exit ${rc} (expected 2)\n${err}")
   endif()
 elseif(CASE STREQUAL "plugin")
   set(W ${WORK}/plugin)

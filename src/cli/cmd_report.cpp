@@ -322,8 +322,8 @@ int run_report(const ReportArgs& a) {
   // model's spec describes ropecheck's own kernels only).
   const bool atlas = !a.engines.empty() || (a.kernels.empty() && a.shard.empty() &&
                                             a.hf.path.empty() && !engine_kernels().empty());
-  if (!a.engines.empty() && (!a.shard.empty() || !a.hf.path.empty()))
-    throw UsageError("--engines runs the engine atlas, which --shard and --hf-config do not take");
+  if (!a.engines.empty() && !a.shard.empty())
+    throw UsageError("--engines runs the engine atlas, which --shard does not take");
   const std::vector<const Kernel*> kernels =
       own ? parse_kernels(a.kernels) : std::vector<const Kernel*>{};
   const std::vector<reports::AtlasEngine> engines =
