@@ -49,8 +49,9 @@ const Kernel& simd_kernel();
 const Kernel& complex_kernel();
 }  // namespace kernels
 namespace engines {
-// One declaration per engine recipe (src/kernels/engines/<engine>.cpp), e.g.
-// const EngineKernel& hf_eager_kernel();
+// One declaration per engine recipe (src/kernels/engines/<engine>.cpp).
+const EngineKernel& hf_eager_kernel();
+const EngineKernel& vllm_native_kernel();
 }  // namespace engines
 
 const std::vector<const Kernel*>& builtin_kernels() {
@@ -68,7 +69,8 @@ const Kernel* find_builtin_kernel(const std::string& name) {
 
 const std::vector<const EngineKernel*>& engine_kernels() {
   // Atlas order: one line per engine.
-  static const std::vector<const EngineKernel*> all = {};
+  static const std::vector<const EngineKernel*> all = {&engines::hf_eager_kernel(),
+                                                       &engines::vllm_native_kernel()};
   return all;
 }
 

@@ -7,6 +7,7 @@
 #include "../simd/trig.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/dtype.hpp"
+#include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/kernels/simd_info.hpp"
 #include "ropecheck/reference/reference.hpp"
@@ -22,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -398,13 +400,16 @@ TEST_P(KernelDtype, IndependentOfBatching) {
 // Runs k on random vectors at `pos` (n_heads per token) and checks every pair against the exact
 // rotation (reference::apply_blocked) within the bound of k's declared policy
 // (verify::PairChecker); returns the worst utilization (error / bound) seen.
+// With `declared`, judges the kernel by that policy instead of its own and only measures: no
+// failure is added, every pair is seen (the tests that show a wrong declaration is caught).
 double check_against_reference(const Kernel& k, const RopeSpec& spec, Dtype d,
                                const std::vector<std::int64_t>& pos, std::int64_t n_heads,
-                               std::mt19937_64& rng) {
+                               std::mt19937_64& rng,
+                               const std::optional<Policy>& declared = std::nullopt) {
   const std::int64_t hd = spec.head_dim, n_tok = static_cast<std::int64_t>(pos.size());
   const Bytes in = random_tensor(d, n_tok * n_heads * hd, rng);
   const Bytes out = run(k, spec, d, pos, n_heads, in);
-  const verify::PairChecker checker(k.policy(d), spec, d);
+  const verify::PairChecker checker(declared ? *declared : k.policy(d), spec, d);
   double worst = 0;
   std::vector<double> x(hd), y(hd);
   for (std::int64_t t = 0; t < n_tok; ++t)
@@ -420,7 +425,7 @@ double check_against_reference(const Kernel& k, const RopeSpec& spec, Dtype d,
       EXPECT_TRUE(v.passthrough_changed.empty()) << k.name() << " " << describe(spec);
       for (const verify::PairCheck& p : v.pairs) {
         worst = std::max(worst, p.utilization);
-        if (p.within()) continue;
+        if (p.within() || declared) continue;
         verify::Location at;
         at.token = t;
         at.position = {pos[t]};
@@ -477,6 +482,70 @@ std::vector<KD> all_kd() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, KernelDtype, ::testing::ValuesIn(all_kd()),
+                         [](const ::testing::TestParamInfo<KD>& p) {
+                           return param_name(p.param.kernel, p.param.dtype);
+                         });
+
+// ==== engine recipes (src/kernels/engines/) =====================================================
+// Each engine kernel x each dtype it supports, on specs and positions inside its declared domain.
+class EngineDtype : public ::testing::TestWithParam<KD> {
+ protected:
+  const EngineKernel& k() const { return *find_engine_kernel(GetParam().kernel); }
+  Dtype d() const { return GetParam().dtype; }
+  std::mt19937_64 rng{0x5EED0025u};
+  // The worst utilization over the domain's specs (both bases, every layout the engine takes,
+  // full and partial rotary, a non-unit scale where declared) at kReferencePositions and random
+  // small positions inside the declared position range; `declared` as check_against_reference.
+  double worst_over_domain(const std::optional<Policy>& declared = std::nullopt) {
+    const Domain dom = k().domain();
+    std::vector<std::int64_t> pos;
+    for (std::int64_t p : kReferencePositions)
+      if (p >= dom.min_position && p <= dom.max_position) pos.push_back(p);
+    std::uniform_int_distribution<std::int64_t> pd(std::max<std::int64_t>(dom.min_position, -64),
+                                                   64);
+    for (int j = 0; j < 11; ++j) pos.push_back(pd(rng));
+    double worst = 0;
+    for (double base : {10000.0, 500000.0})
+      for (double scale : {1.0, 0.75})
+        for (Layout l : {Layout::interleaved, Layout::half})
+          for (auto [hd, rd] : {std::pair{64, 64}, {128, 128}, {128, 64}}) {
+            const RopeSpec spec = make_spec(hd, rd, l, base, scale);
+            if (!k().supports(spec, d()) || (scale != 1 && !dom.magnitude_scale)) continue;
+            worst = std::max(worst, check_against_reference(k(), spec, d(), pos, 2, rng, declared));
+          }
+    return worst;
+  }
+};
+
+// The engine's output is within the bound derived from the policy it declares, pair by pair.
+TEST_P(EngineDtype, MatchesReferenceWithinBound) {
+  const double worst = worst_over_domain();
+  EXPECT_GT(worst, 0);  // something was checked
+  RecordProperty("worst_utilization", std::to_string(worst));
+}
+
+// The same outputs judged by a policy the engine does not meet (f32 table and arithmetic where it
+// rounds both into a 16-bit dtype) exceed that policy's bound: the declaration is not vacuous.
+// (Understating the arithmetic alone, table still bf16/f16, stays inside: the bf16 table's and the
+// storage's terms leave room for the products' roundings; sampled worst 0.998 of that bound.)
+TEST_P(EngineDtype, UnderstatedPolicyIsExceeded) {
+  if (d() != Dtype::bf16 && d() != Dtype::f16) GTEST_SKIP() << "rounds only in f32 or wider";
+  Policy understated = k().policy(d());
+  understated.table = understated.arithmetic = Dtype::f32;
+  EXPECT_GT(worst_over_domain(understated), 1.0);
+}
+
+std::vector<KD> engine_kd() {
+  std::vector<KD> v;
+  for (const EngineKernel* k : engine_kernels())
+    for (Dtype d : kAllDtypes)
+      if (k->supports(make_spec(64, 64, Layout::half), d) ||
+          k->supports(make_spec(64, 64, Layout::interleaved), d))
+        v.push_back({k->name(), d});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, EngineDtype, ::testing::ValuesIn(engine_kd()),
                          [](const ::testing::TestParamInfo<KD>& p) {
                            return param_name(p.param.kernel, p.param.dtype);
                          });
