@@ -304,3 +304,32 @@ def test_vectorized_trig_differs_only_in_the_table():
     print(f"\nAVX2 vs scalar cos table: {int(differ.sum())} of {a.size} entries differ, "
           f"max {int(ulps.max())} ulp")
     assert ulps.max() <= 1
+
+
+# ---- the binding ---------------------------------------------------------------------------------
+def test_f32_hf_recipe_is_table_f32():
+    """ropecheck's own `table_f32` is the same f32 recipe: equal bits to hf_eager in f32."""
+    gen = torch.Generator().manual_seed(8)
+    pos = sample_positions(gen, 16, nonneg=False)
+    x = sample_x(gen, pos.shape[0], 2, 128, torch.float32)
+    spec = rc.Spec(head_dim=128, rotary_dim=64, layout="half")
+    assert mismatches(rc.apply_kernel("hf_eager", x, pos, spec),
+                      rc.apply_kernel("table_f32", x, pos, spec)) == 0
+
+
+def test_apply_kernel_refuses_bad_calls():
+    x = torch.zeros(2, 1, 64, dtype=torch.bfloat16)
+    pos = torch.tensor([0, 1])
+    spec = rc.Spec(head_dim=64, layout="half")
+    assert {"hf_eager", "vllm_native", "scalar"} <= set(rc.kernel_names())
+    assert rc.kernel_policy("vllm_native", "bf16").arithmetic == "bf16"
+    with pytest.raises(ValueError, match="unknown kernel 'nope'"):
+        rc.apply_kernel("nope", x, pos, spec)
+    with pytest.raises(ValueError, match="head_dim=32"):
+        rc.apply_kernel("hf_eager", x, pos, rc.Spec(head_dim=32))
+    with pytest.raises(ValueError, match="does not support"):  # vLLM's class has no scale
+        rc.apply_kernel("vllm_native", x, pos, rc.Spec(head_dim=64, scale=0.5))
+    with pytest.raises(ValueError, match="returned error"):  # positions index the cache
+        rc.apply_kernel("vllm_native", x, torch.tensor([0, -1]), spec)
+    y = rc.apply_kernel("hf_eager", x[:, 0, :], pos, spec)  # [tokens, head_dim] works too
+    assert y.shape == (2, 64) and y.dtype == torch.bfloat16
