@@ -49,8 +49,9 @@ const Kernel& simd_kernel();
 const Kernel& complex_kernel();
 }  // namespace kernels
 namespace engines {
-// One declaration per engine recipe (src/kernels/engines/<engine>.cpp), e.g.
-// const EngineKernel& hf_eager_kernel();
+// One declaration per engine recipe (src/kernels/engines/<engine>.cpp).
+const EngineKernel& hf_eager_kernel();
+const EngineKernel& vllm_native_kernel();
 const EngineKernel& ggml_cpu_kernel();
 }  // namespace engines
 
@@ -70,8 +71,7 @@ const Kernel* find_builtin_kernel(const std::string& name) {
 const std::vector<const EngineKernel*>& engine_kernels() {
   // Atlas order: one line per engine.
   static const std::vector<const EngineKernel*> all = {
-      &engines::ggml_cpu_kernel(),
-  };
+      &engines::hf_eager_kernel(), &engines::vllm_native_kernel(), &engines::ggml_cpu_kernel()};
   return all;
 }
 

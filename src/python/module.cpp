@@ -6,4 +6,5 @@ PYBIND11_MODULE(_ropecheck, m) {
   ropecheck::python::bind_spec(m);
   ropecheck::python::bind_check(m);
   ropecheck::python::bind_serve(m);
+  ropecheck::python::bind_kernels(m);
 }

@@ -1,8 +1,9 @@
-// A plugin around ropecheck's own built-in kernel (ROPECHECK_WRAPPED_KERNEL, default "scalar"),
-// statically linked into this shared object and exposed ONLY through ropecheck/plugin.h — the
-// validator sees exactly what it would see from a third-party kernel: a descriptor, a declared
-// policy copied from the built-in kernel (trig_error included), and an apply() receiving the full
-// C spec (every scaling variant and layout, multi-axis and real positions).
+// A plugin around ropecheck's own built-in kernel or engine recipe (ROPECHECK_WRAPPED_KERNEL,
+// default "scalar"; a name of builtin_kernels() or of engine_kernels()), statically linked into
+// this shared object and exposed ONLY through ropecheck/plugin.h — the validator sees exactly what
+// it would see from a third-party kernel: a descriptor, a declared policy copied from the built-in
+// kernel (trig_error included), and an apply() receiving the full C spec (every scaling variant and
+// layout, multi-axis and real positions).
 //
 // Map: the compile-time knobs below decide the DECLARED DOMAIN (what production kernels look like:
 // a few head dims, int32 or non-negative positions, no magnitude scale, one layout) and, for the
@@ -34,6 +35,12 @@
 //   ROPECHECK_WRAP_BUG_LAST_PAIR_SKIPPED     the last rotated pair left as the input (a loop
 //                                            bound one pair short)
 //   (A bf16 cos/sin table cannot be injected around a kernel that computes its own: not here.)
+// 4. Declaration knob (the kernel correct, its declared policy understated):
+//   ROPECHECK_WRAP_DECLARE_F32_ROTATION      every dtype's policy declares an f32 table and f32
+//                                            arithmetic: what a recipe that rounds once into a
+//                                            bf16/f16 output would declare, wrong for one that
+//                                            rounds the table and every op into it (hf_eager,
+//                                            vllm_native); validate must catch it
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -42,6 +49,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/plugin.h"
 
@@ -90,8 +98,20 @@ constexpr bool kMagnitudeScale = true;
 #endif
 
 const ropecheck::Kernel* wrapped() {
-  static const ropecheck::Kernel* k = ropecheck::find_builtin_kernel(ROPECHECK_WRAPPED_KERNEL);
+  static const ropecheck::Kernel* k = [] {
+    const ropecheck::Kernel* b = ropecheck::find_builtin_kernel(ROPECHECK_WRAPPED_KERNEL);
+    return b ? b : ropecheck::find_engine_kernel(ROPECHECK_WRAPPED_KERNEL);
+  }();
   return k;
+}
+
+// The policy the descriptor declares for dtype d: the kernel's own, or the understated one.
+ropecheck::Policy declared_policy(const ropecheck::Kernel& k, ropecheck::Dtype d) {
+  ropecheck::Policy p = k.policy(d);
+#ifdef ROPECHECK_WRAP_DECLARE_F32_ROTATION
+  p.table = p.arithmetic = ropecheck::Dtype::f32;
+#endif
+  return p;
 }
 
 const char* descriptor_name() {
@@ -334,6 +354,9 @@ int apply(const ropecheck_spec* c, const ropecheck_tensor* t, void*) {
 constexpr const char* kDescription =
     "ropecheck's built-in '" ROPECHECK_WRAPPED_KERNEL
     "' kernel, linked statically and exposed through the plugin ABI only"
+#ifdef ROPECHECK_WRAP_DECLARE_F32_ROTATION
+    "; DECLARED (understated): f32 table and f32 arithmetic"
+#endif
 #if defined(ROPECHECK_WRAP_BUG_YARN_MSCALE)
     "; BUG: YaRN attention factor 0.07 ln f + 1"
 #elif defined(ROPECHECK_WRAP_BUG_SIN_SIGN)
@@ -369,7 +392,7 @@ ropecheck_plugin make_descriptor() {
   for (int i = 0; k && i < ROPECHECK_DTYPE_COUNT; ++i) {
     if (!in_mask(kDtypes, i)) continue;
     d.dtypes |= ROPECHECK_DTYPE_BIT(i);
-    const ropecheck::Policy p = k->policy(static_cast<ropecheck::Dtype>(i));
+    const ropecheck::Policy p = declared_policy(*k, static_cast<ropecheck::Dtype>(i));
     d.policies[i].angle = static_cast<int32_t>(p.angle);
     d.policies[i].table = static_cast<int32_t>(p.table);
     d.policies[i].arithmetic = static_cast<int32_t>(p.arithmetic);

@@ -7,6 +7,7 @@
 #include "../simd/trig.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/dtype.hpp"
+#include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/kernels/simd_info.hpp"
 #include "ropecheck/reference/reference.hpp"
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -359,6 +361,73 @@ std::vector<KD> all_kd() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, KernelDtype, ::testing::ValuesIn(all_kd()),
+                         [](const ::testing::TestParamInfo<KD>& p) {
+                           return param_name(p.param.kernel, p.param.dtype);
+                         });
+
+// ==== engine recipes (src/kernels/engines/) =====================================================
+// Each engine kernel x each dtype it supports, on specs and positions inside its declared domain.
+class EngineDtype : public ::testing::TestWithParam<KD> {
+ protected:
+  const EngineKernel& k() const { return *find_engine_kernel(GetParam().kernel); }
+  Dtype d() const { return GetParam().dtype; }
+  std::mt19937_64 rng{0x5EED0025u};
+  // The worst utilization over the domain's specs (both bases, every layout the engine takes,
+  // full and partial rotary, a non-unit scale where declared) at kReferencePositions and random
+  // small positions inside the declared position range; `declared` as check_against_reference.
+  double worst_over_domain(const std::optional<Policy>& declared = std::nullopt) {
+    const Domain dom = k().domain();
+    std::vector<std::int64_t> pos;
+    for (std::int64_t p : kReferencePositions)
+      if (p >= dom.min_position && p <= dom.max_position) pos.push_back(p);
+    std::uniform_int_distribution<std::int64_t> pd(std::max<std::int64_t>(dom.min_position, -64),
+                                                   64);
+    for (int j = 0; j < 11; ++j) pos.push_back(pd(rng));
+    double worst = 0;
+    for (double base : {10000.0, 500000.0})
+      for (double scale : {1.0, 0.75})
+        for (Layout l : {Layout::interleaved, Layout::half})
+          for (auto [hd, rd] : {std::pair{64, 64}, {128, 128}, {128, 64}}) {
+            const RopeSpec spec = make_spec(hd, rd, l, base, scale);
+            if (!k().supports(spec, d()) || (scale != 1 && !dom.magnitude_scale)) continue;
+            worst = std::max(worst, check_against_reference(k(), spec, d(), pos, 2, rng, declared));
+          }
+    return worst;
+  }
+};
+
+// The engine's output is within the bound derived from the policy it declares, pair by pair.
+TEST_P(EngineDtype, MatchesReferenceWithinBound) {
+  const double worst = worst_over_domain();
+  EXPECT_GT(worst, 0);  // something was checked
+  RecordProperty("worst_utilization", std::to_string(worst));
+}
+
+// The same outputs judged by a policy the engine does not meet (f32 table and arithmetic where it
+// rounds both into a 16-bit dtype) exceed that policy's bound: the declaration is not vacuous.
+// (Understating the arithmetic alone, table still bf16/f16, stays inside: the bf16 table's and the
+// storage's terms leave room for the products' roundings; sampled worst 0.998 of that bound.)
+TEST_P(EngineDtype, UnderstatedPolicyIsExceeded) {
+  const Policy declared = k().policy(d());
+  const auto narrow = [](Dtype p) { return p == Dtype::bf16 || p == Dtype::f16; };
+  if (!narrow(declared.table) && !narrow(declared.arithmetic))
+    GTEST_SKIP() << "table and arithmetic already f32 or wider (e.g. ggml widens f16 to f32)";
+  Policy understated = declared;
+  understated.table = understated.arithmetic = Dtype::f32;
+  EXPECT_GT(worst_over_domain(understated), 1.0);
+}
+
+std::vector<KD> engine_kd() {
+  std::vector<KD> v;
+  for (const EngineKernel* k : engine_kernels())
+    for (Dtype d : kAllDtypes)
+      if (k->supports(make_spec(64, 64, Layout::half), d) ||
+          k->supports(make_spec(64, 64, Layout::interleaved), d))
+        v.push_back({k->name(), d});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, EngineDtype, ::testing::ValuesIn(engine_kd()),
                          [](const ::testing::TestParamInfo<KD>& p) {
                            return param_name(p.param.kernel, p.param.dtype);
                          });

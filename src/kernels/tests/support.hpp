@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -103,14 +104,17 @@ inline Bytes run(const Kernel& k, const RopeSpec& spec, Dtype d,
 // rotation (reference::apply_blocked) within the bound of k's declared policy
 // (verify::PairChecker); returns the worst utilization (error / bound) seen.
 // expect_within false: no failure is reported, every pair is visited and the worst utilization
-// returned (to show that a kernel breaks a bound it does not meet).
+// returned (to show that a kernel breaks a bound it does not meet). With `declared`: k is judged
+// by that policy instead of its own, and only measured (expect_within false).
 inline double check_against_reference(const Kernel& k, const RopeSpec& spec, Dtype d,
                                       const std::vector<std::int64_t>& pos, std::int64_t n_heads,
-                                      std::mt19937_64& rng, bool expect_within = true) {
+                                      std::mt19937_64& rng, bool expect_within = true,
+                                      const std::optional<Policy>& declared = std::nullopt) {
   const std::int64_t hd = spec.head_dim, n_tok = static_cast<std::int64_t>(pos.size());
   const Bytes in = random_tensor(d, n_tok * n_heads * hd, rng);
   const Bytes out = run(k, spec, d, pos, n_heads, in);
-  const verify::PairChecker checker(k.policy(d), spec, d);
+  const verify::PairChecker checker(declared ? *declared : k.policy(d), spec, d);
+  if (declared) expect_within = false;
   double worst = 0;
   std::vector<double> x(hd), y(hd);
   for (std::int64_t t = 0; t < n_tok; ++t)
@@ -142,5 +146,10 @@ inline double check_against_reference(const Kernel& k, const RopeSpec& spec, Dty
       }
     }
   return worst;
+}
+inline double check_against_reference(const Kernel& k, const RopeSpec& spec, Dtype d,
+                                      const std::vector<std::int64_t>& pos, std::int64_t n_heads,
+                                      std::mt19937_64& rng, const std::optional<Policy>& declared) {
+  return check_against_reference(k, spec, d, pos, n_heads, rng, false, declared);
 }
 }  // namespace ropecheck::kernel_tests

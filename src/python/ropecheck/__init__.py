@@ -28,7 +28,8 @@ from . import _ropecheck
 from ._ropecheck import Policy, Spec
 
 __all__ = ["Spec", "Policy", "reference", "check", "assert_rope", "validate", "CheckResult",
-           "Failure", "ValidationResult", "executable"]
+           "Failure", "ValidationResult", "executable", "apply_kernel", "kernel_names",
+           "kernel_policy"]
 
 _DTYPES = ("f64", "f32", "f16", "bf16")
 _LAYOUTS = ("interleaved", "half", "proportional", "mrope", "imrope", "axial")
@@ -118,6 +119,35 @@ def reference(x, positions, spec, digits=None):
     if squeeze:
         out = out[:, 0, :] if not digits else [row[0] for row in out]
     return out
+
+
+# ---- ropecheck's own kernels and the engine recipes ----------------------------------------
+
+def kernel_names():
+    """Names of the built-in kernels and the engine-atlas recipes (`ropecheck list`)."""
+    return list(_ropecheck._kernel_names())
+
+
+def kernel_policy(name, dtype):
+    """The Policy kernel `name` declares for dtype ("f32", "bf16", ...)."""
+    return _ropecheck._kernel_policy(name, dtype)
+
+
+def apply_kernel(name, x, positions, spec):
+    """Kernel `name` (a built-in kernel or an engine recipe such as "hf_eager") applied to x
+    ([tokens, heads, head_dim] or [tokens, head_dim], torch or NumPy, f64/f32/f16/bf16) at the
+    integer positions [tokens]: a new tensor of x's kind, dtype and shape."""
+    raw, d = _raw(x, "x")
+    squeeze = raw.ndim == 2
+    if squeeze:
+        raw = raw[:, None, :]
+    p = _positions_np(positions)
+    out = _ropecheck._apply_kernel(name, np.ascontiguousarray(raw), d, p, spec)
+    if squeeze:
+        out = out[:, 0, :]
+    if _is_torch(x):
+        return _torch_view(np.ascontiguousarray(out), d).clone()
+    return out.view(_NUMPY[d])
 
 
 # ---- check ---------------------------------------------------------------------------------
