@@ -50,6 +50,7 @@ struct ValidateOptions {
   std::string budget = "standard";
   std::string oracle = "fast";  // --oracle: fast (two-tier) or mpfr (MPFR alone, same answers)
   double timeout = 10.0;
+  std::uint64_t worker_memory = 8192;  // MiB the plugin worker may add (0: no limit)
   std::string out;
   std::uint64_t seed = 1;
   HfConfigArg hf;                       // validate on this model's spec (see run_validate)
@@ -118,7 +119,7 @@ struct ConfigResult {
 
 // The named classification of one configuration in validation.json: the fault kind when the
 // isolation or the guards caught one (crashed, exited, timeout, out_of_bounds_write,
-// unwritten_output, input_modified, bad_reply), else non_finite_output, wrong_results (a property
+// unwritten_output, input_modified, protocol_violation, out_of_memory, bad_reply), else non_finite_output, wrong_results (a property
 // or the differential check failed), or pass. A plugin that prints to stdout is not a fault: the
 // worker's stdout goes to stderr, so it cannot corrupt ropecheck's tables/JSON (classified pass).
 // Precedence: a fault, then a non-finite output (seen by the differential check or a property),
@@ -189,9 +190,11 @@ std::string fault_short(const plugin::Fault& f) {
   }
 }
 
+// Faults that end the worker: they would repeat in every later check of the configuration.
 bool fatal(const plugin::Fault& f) {
   return f.kind == plugin::FaultKind::crashed || f.kind == plugin::FaultKind::exited ||
-         f.kind == plugin::FaultKind::timeout;
+         f.kind == plugin::FaultKind::timeout || f.kind == plugin::FaultKind::protocol_violation ||
+         f.kind == plugin::FaultKind::out_of_memory;
 }
 
 // ---- directed specs and positions --------------------------------------------------------------
@@ -579,6 +582,7 @@ std::string replay_command(const ValidateOptions& o, const ConfigResult& r,
     << name(r.layout) << " --properties " << check << " --budget " << o.budget << " --seed "
     << o.seed;
   if (o.timeout != 10.0) c << " --timeout " << o.timeout;
+  if (o.worker_memory != 8192) c << " --worker-memory " << o.worker_memory;
   if (!o.hf.path.empty()) c << " --hf-config " << o.hf.path;
   if (o.hf.seq_len) c << " --seq-len " << o.hf.seq_len;
   return c.str();
@@ -724,6 +728,7 @@ std::pair<int, int> parse_worker_fds(const std::string& text) {
 std::unique_ptr<plugin::PluginKernel> load_plugin(const ValidateOptions& o) {
   plugin::Options po;
   po.timeout_s = o.timeout;
+  po.memory_limit = o.worker_memory << 20;
   std::unique_ptr<plugin::PluginKernel> pk;
   try {
     if (!o.worker_fds.empty()) {
@@ -1061,6 +1066,8 @@ void write_outputs(plugin::PluginKernel& pk, const std::vector<ConfigResult>& re
 int run_validate(ValidateOptions o) {
   max_success_for(o.budget);  // --budget first: a bad one is exit 2 before anything is loaded
   if (!(o.timeout > 0) || !std::isfinite(o.timeout)) throw UsageError("--timeout must be > 0");
+  if (o.worker_memory > (std::uint64_t{1} << 30))
+    throw UsageError("--worker-memory: at most 2^30 MiB (0: no limit)");
   if (o.plugin.empty() && o.worker_fds.empty()) throw UsageError("--plugin is required");
   if (!o.worker_fds.empty()) {
     // One serving process answers one call at a time and cannot be forked per runner.
@@ -1129,6 +1136,9 @@ void add_validate(CLI::App& app, int& status) {
   cmd->add_option("--budget", o->budget, "quick | standard | deep (default standard)");
   cmd->add_option("--timeout", o->timeout,
                   "seconds per plugin call before it counts as hung (default 10)");
+  cmd->add_option("--worker-memory", o->worker_memory,
+                  "MiB of memory the plugin worker may add beyond its start before it is stopped "
+                  "(classified out_of_memory; default 8192, 0: no limit)");
   cmd->add_option("--oracle", o->oracle,
                   "exact values: fast (double-double, MPFR where it cannot certify; default) or "
                   "mpfr (MPFR alone: the same answers, slower)")

@@ -25,6 +25,7 @@
  *   NAN_ZERO_PAIR  normalizes each pair by its norm (x / |x| rotated, times |x|): NaN for a zero
  *               pair, correct elsewhere; a finite input gave a non-finite output ->
  *               "non_finite_output" (the directed differential inputs have no zero pair)
+ *   20 and up   hostile to the worker's channel: hostile_channel.h
  */
 #include <math.h>
 #include <stdio.h>
@@ -52,6 +53,12 @@
 #endif
 #ifndef PLUGIN_NAME
 #define PLUGIN_NAME "c_rope"
+#endif
+#if PLUGIN_MODE >= 20
+#include "hostile_channel.h"
+#endif
+#ifndef PLUGIN_SUPPORTS
+#define PLUGIN_SUPPORTS NULL
 #endif
 
 static double load_elem(const void* p, int dtype, int64_t i) {
@@ -156,6 +163,9 @@ static int c_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* use
     return ROPECHECK_UNSUPPORTED;
   if (t->dtype != ROPECHECK_DTYPE_F64 && t->dtype != ROPECHECK_DTYPE_F32)
     return ROPECHECK_UNSUPPORTED;
+#if PLUGIN_MODE >= 20
+  ch_misbehave(s, t);
+#endif
   const int early = misbehave_first(t);
   if (early >= 0) return early;
   for (int64_t tok = 0; tok < t->n_tokens; ++tok) {
@@ -209,7 +219,7 @@ static const ropecheck_plugin descriptor = {
         {0, 0, 0, 0, 0, 0, 0.0},
         {0, 0, 0, 0, 0, 0, 0.0},
     },
-    NULL,
+    PLUGIN_SUPPORTS,
     c_apply,
     NULL,
     0, /* scalings: NONE only */

@@ -24,6 +24,10 @@
 
 namespace ropecheck::plugin {
 
+namespace ipc {
+struct Reply;
+}
+
 // The RopeSpec a plugin call carries (the inverse of what the host sends; not normalized, kinds
 // and layouts not range-checked: callers serving the host's own calls, or checking first).
 RopeSpec spec_from_c(const ropecheck_spec& c);
@@ -47,6 +51,9 @@ enum class FaultKind : int {
   bad_reply,            // the worker's answer was malformed (should not happen)
   kernel_error,         // an in-process kernel (serve()) reported why apply failed, e.g. a Python
                         // exception or a result of the wrong shape or dtype
+  protocol_violation,   // the worker's process sent bytes that are not the reply asked for (the
+                        // plugin wrote on the worker's pipe), or the host could not read it
+  out_of_memory,        // the worker passed its memory limit (Options::memory_limit)
 };
 const char* name(FaultKind k);
 
@@ -65,6 +72,11 @@ struct Options {
   // Largest request (input + output + positions) the oracle will ship to the worker; a bigger
   // call fails with KernelStatus::error instead of exhausting memory.
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
+  // Memory the worker may add beyond its size at the fork (0: no limit): past it in resident
+  // memory the host kills it (out_of_memory); its address space is capped a quarter above it
+  // (RLIMIT_AS, except under AddressSanitizer), so a plugin that allocates until it is stopped
+  // cannot take the machine's memory.
+  std::uint64_t memory_limit = std::uint64_t{8} << 30;
 };
 
 // theta'_i tables (the scaled ladder, pair order) handed to plugins that take a precomputed
@@ -129,10 +141,16 @@ class PluginKernel final : public Kernel {
   void reset();
   std::uint64_t calls() const { return calls_; }
 
+  struct Worker;  // the worker process and its pipes (plugin_kernel.cpp)
+
  private:
   PluginKernel() = default;
-  struct Worker;
+  // An exception thrown while the host talks to the worker: the worker is ended and the call
+  // records a protocol_violation (never an internal error of ropecheck).
+  void host_error(const std::exception& e, const std::string& what) const;
   bool ensure_worker() const;
+  Descriptor read_greeting(const std::string& label) const;
+  Fault call_fault(const ipc::Reply& r, const std::string& what) const;
   void record(Fault f) const;
   void kill_worker() const;
 
