@@ -142,12 +142,16 @@ static void ch_misbehave(const ropecheck_spec* s, const ropecheck_tensor* t) {
     }
   }
 #elif PLUGIN_MODE == CH_ALLOC_FOREVER
+  static void* volatile kept; /* a chain through every block: the allocations cannot be elided */
   for (;;) {
     char* p = (char*)malloc(16u << 20);
-    if (p)
+    if (p) {
       memset(p, 1, 16u << 20);
-    else
+      memcpy(p, (const void*)&kept, sizeof(void*));
+      kept = p;
+    } else {
       usleep(1000);
+    }
   }
 #elif PLUGIN_MODE == CH_CLOSE_FDS
   for (int fd = 3; fd < 64; ++fd) close(fd);
