@@ -119,12 +119,12 @@ struct ConfigResult {
 
 // The named classification of one configuration in validation.json: the fault kind when the
 // isolation or the guards caught one (crashed, exited, timeout, out_of_bounds_write,
-// unwritten_output, input_modified, protocol_violation, out_of_memory, bad_reply), else non_finite_output, wrong_results (a property
-// or the differential check failed), or pass. A plugin that prints to stdout is not a fault: the
-// worker's stdout goes to stderr, so it cannot corrupt ropecheck's tables/JSON (classified pass).
-// Precedence: a fault, then a non-finite output (seen by the differential check or a property),
-// a declaration mismatch, wrong results, and last a coverage failure (nothing wrong was seen, but
-// the declared domain was not covered).
+// unwritten_output, input_modified, protocol_violation, out_of_memory, bad_reply), else
+// non_finite_output, wrong_results (a property or the differential check failed), or pass. A plugin
+// that prints to stdout is not a fault: the worker's stdout goes to stderr, so it cannot corrupt
+// ropecheck's tables/JSON (classified pass). Precedence: a fault, then a non-finite output (seen by
+// the differential check or a property), a declaration mismatch, wrong results, and last a coverage
+// failure (nothing wrong was seen, but the declared domain was not covered).
 std::string classification(const ConfigResult& r) {
   if (r.fault) return plugin::name(r.fault->kind);
   bool nonfinite = r.nonfinite_output, mismatch = false, wrong = false, coverage = false;
@@ -185,16 +185,19 @@ std::string fault_short(const plugin::Fault& f) {
       return "unwritten output";
     case plugin::FaultKind::input_modified:
       return "input modified";
+    case plugin::FaultKind::declaration_mismatch:
+      return "mismatch";
     default:
       return plugin::name(f.kind);
   }
 }
 
-// Faults that end the worker: they would repeat in every later check of the configuration.
+// Faults that end the configuration: they would repeat in every later check of it.
 bool fatal(const plugin::Fault& f) {
   return f.kind == plugin::FaultKind::crashed || f.kind == plugin::FaultKind::exited ||
          f.kind == plugin::FaultKind::timeout || f.kind == plugin::FaultKind::protocol_violation ||
-         f.kind == plugin::FaultKind::out_of_memory;
+         f.kind == plugin::FaultKind::out_of_memory ||
+         f.kind == plugin::FaultKind::declaration_mismatch;  // said once, at its first call
 }
 
 // ---- directed specs and positions --------------------------------------------------------------
@@ -901,6 +904,7 @@ CheckResult run_check(plugin::PluginKernel& pk, const Config& cfg, int check,
   if (pk.poisoned()) {
     const auto& f = pk.faults().front();
     r.cell = {fault_short(f), true, f.message()};
+    if (f.kind == plugin::FaultKind::declaration_mismatch) r.cell.kind = "declaration_mismatch";
     r.fault = f;
   }
   r.calls = pk.calls() - calls0;

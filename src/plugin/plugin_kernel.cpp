@@ -57,6 +57,8 @@ const char* name(FaultKind k) {
       return "protocol_violation";
     case FaultKind::out_of_memory:
       return "out_of_memory";
+    case FaultKind::declaration_mismatch:
+      return "declaration_mismatch";
   }
   return "?";
 }
@@ -97,6 +99,9 @@ std::string Fault::message() const {
       break;
     case FaultKind::out_of_memory:
       o << "out of memory";
+      break;
+    case FaultKind::declaration_mismatch:
+      o << "declaration mismatch";
       break;
     case FaultKind::none:
       o << "no fault";
@@ -744,6 +749,23 @@ KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) cons
   if (poisoned()) return KernelStatus::error;
   if (!supports(spec, a.dtype)) return KernelStatus::unsupported;
   if (const auto refused = refuse_call(desc_, spec, a)) return *refused;
+  const KernelStatus st = run_call(spec, a);
+  // supports() accepted the spec and the call is inside the declared domain: an UNSUPPORTED
+  // now is the declaration's fault, said at once with the field that would exclude the call.
+  if (st == KernelStatus::unsupported && !poisoned()) {
+    Fault f;
+    f.kind = FaultKind::declaration_mismatch;
+    f.detail = mismatch_hint(spec, a);
+    f.config = describe_call(spec, a);
+    record(std::move(f));
+  }
+  return st;
+} catch (const std::exception& e) {
+  host_error(e, "apply() " + describe_call(spec, a));
+  return KernelStatus::error;
+}
+
+KernelStatus PluginKernel::run_call(const RopeSpec& spec, const TensorArgs& a) const {
   if (a.n_tokens == 0 || a.n_heads == 0 || spec.head_dim == 0) return KernelStatus::ok;
   const Extent x = extent_of(spec, a);
   const long double bytes = static_cast<long double>(x.elems) * x.eb * 2 +
@@ -781,9 +803,6 @@ KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) cons
   }
   if (out.status == KernelStatus::ok) copy_view_back(spec, a, x, out.result);
   return out.status;
-} catch (const std::exception& e) {
-  host_error(e, "apply() " + describe_call(spec, a));
-  return KernelStatus::error;
 }
 
 void PluginKernel::host_error(const std::exception& e, const std::string& what) const {

@@ -40,7 +40,7 @@
 
 static uint32_t ch_calls; /* apply() calls of this worker: the id of the current request */
 
-static void ch_write_all_fds(const void* p, size_t n) {
+static inline void ch_write_all_fds(const void* p, size_t n) {
   for (int fd = 3; fd < 64; ++fd) {
     const ssize_t k = write(fd, p, n);
     (void)k;
@@ -48,7 +48,7 @@ static void ch_write_all_fds(const void* p, size_t n) {
 }
 
 /* [type][id][len] then the ApplyReply fields {status, fault_kind, detail_len, result_bytes}. */
-static size_t ch_reply_head(unsigned char* b, uint32_t type, uint32_t id, uint64_t len,
+static inline size_t ch_reply_head(unsigned char* b, uint32_t type, uint32_t id, uint64_t len,
                             uint64_t result_bytes) {
   const int32_t status = 0, fault = 0;
   const uint64_t detail = 0;
@@ -63,19 +63,19 @@ static size_t ch_reply_head(unsigned char* b, uint32_t type, uint32_t id, uint64
 }
 
 /* The bytes of the call's result extent (positive strides: the view starts at element 0). */
-static uint64_t ch_result_bytes(const ropecheck_spec* s, const ropecheck_tensor* t) {
+static inline uint64_t ch_result_bytes(const ropecheck_spec* s, const ropecheck_tensor* t) {
   const int eb = t->dtype == ROPECHECK_DTYPE_F64 ? 8 : 4;
   return (uint64_t)((t->n_tokens - 1) * t->token_stride + (t->n_heads - 1) * t->head_stride +
                     s->head_dim) *
          (uint64_t)eb;
 }
 
-static void ch_spin(void) {
+static inline void ch_spin(void) {
   for (;;) sleep(1000);
 }
 
 /* A well-formed apply() reply (type, id, result_bytes chosen by the caller) on every descriptor. */
-static void ch_fake_reply(uint32_t type, uint32_t id, uint64_t result_bytes) {
+static inline void ch_fake_reply(uint32_t type, uint32_t id, uint64_t result_bytes) {
   unsigned char head[40];
   const uint64_t len = 24 + result_bytes;
   ch_reply_head(head, type, id, len, result_bytes);
