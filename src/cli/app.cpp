@@ -2,6 +2,8 @@
 // (src/fuzz/fuzz_eval_args.cpp) build the same CLI11 app and map errors to the same exit codes.
 #include <exception>
 #include <iostream>
+#include <string>
+#include <typeinfo>
 
 #include "cli.hpp"
 #include "ropecheck/spec.hpp"
@@ -41,7 +43,10 @@ int run(int argc, const char* const* argv, const RunOptions& opts) {
     std::cerr << "ropecheck: invalid input: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "ropecheck: internal error: " << e.what() << "\n";
+    // Exit 3 is ropecheck's own bug: say at least what was thrown.
+    const std::string what = e.what();
+    std::cerr << "ropecheck: internal error: " << (what.empty() ? typeid(e).name() : what)
+              << " (a bug of ropecheck: please report it with the command line)\n";
     return 3;
   }
 }

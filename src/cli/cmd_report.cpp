@@ -65,6 +65,7 @@ struct ReportArgs {
   std::string plugin;
   std::string worker_fds;  // "R,W": a worker already serving (the Python module's rc.report)
   double timeout = 10;     // per plugin call
+  std::uint64_t worker_memory = 8192;  // MiB the plugin's worker may add (0: no limit)
   // The sweep's axes; empty: the defaults of what runs (kAxes / kAtlasAxes).
   std::string dtypes;
   std::string head_dims;
@@ -279,10 +280,12 @@ int report_plugin(const ReportArgs& a) {
   if (!a.merge.empty() || !a.shard.empty())
     throw UsageError("--plugin does not take --shard or --merge");
   if (!(a.timeout > 0) || !std::isfinite(a.timeout)) throw UsageError("--timeout must be > 0");
+  if (a.worker_memory > (std::uint64_t{1} << 30))
+    throw UsageError("--worker-memory: at most 2^30 MiB (0: no limit)");
   reports::Options o = parse_options(with_axes(a, kAxes, true));
   const nlohmann::json baseline = read_baseline(a);
-  const auto pk =
-      load_plugin(a.plugin.empty() ? "worker:" + a.worker_fds : a.plugin, a.worker_fds, a.timeout);
+  const auto pk = load_plugin(a.plugin.empty() ? "worker:" + a.worker_fds : a.plugin, a.worker_fds,
+                              a.timeout, a.worker_memory << 20);
   const std::vector<std::string> notes = restrict_to_domain(o, *pk, !a.head_dims.empty());
   try {
     reports::validate(o);
@@ -370,6 +373,8 @@ void add_report(CLI::App& app, int& status) {
   cmd->add_option("--worker-fds", a->worker_fds,
                   "R,W: report a kernel served on these descriptors (the Python module)");
   cmd->add_option("--timeout", a->timeout, "per plugin call, seconds (default 10)");
+  cmd->add_option("--worker-memory", a->worker_memory,
+                  "MiB of address space the plugin's worker may add (default 8192; 0: no limit)");
   cmd->add_option("--dtypes", a->dtypes,
                   "comma-separated dtypes (default f64,f32,f16,bf16; atlas: f32,bf16,f16)");
   cmd->add_option("--head-dims", a->head_dims,

@@ -51,6 +51,7 @@ struct ValidateOptions {
   std::string budget = "standard";
   std::string oracle = "fast";  // --oracle: fast (two-tier) or mpfr (MPFR alone, same answers)
   double timeout = 10.0;
+  std::uint64_t worker_memory = 8192;  // MiB the plugin worker may add (0: no limit)
   std::string out;
   std::uint64_t seed = 1;
   HfConfigArg hf;                       // validate on this model's spec (see run_validate)
@@ -119,12 +120,12 @@ struct ConfigResult {
 
 // The named classification of one configuration in validation.json: the fault kind when the
 // isolation or the guards caught one (crashed, exited, timeout, out_of_bounds_write,
-// unwritten_output, input_modified, bad_reply), else non_finite_output, wrong_results (a property
-// or the differential check failed), or pass. A plugin that prints to stdout is not a fault: the
-// worker's stdout goes to stderr, so it cannot corrupt ropecheck's tables/JSON (classified pass).
-// Precedence: a fault, then a non-finite output (seen by the differential check or a property),
-// a declaration mismatch, wrong results, and last a coverage failure (nothing wrong was seen, but
-// the declared domain was not covered).
+// unwritten_output, input_modified, protocol_violation, out_of_memory, bad_reply), else
+// non_finite_output, wrong_results (a property or the differential check failed), or pass. A plugin
+// that prints to stdout is not a fault: the worker's stdout goes to stderr, so it cannot corrupt
+// ropecheck's tables/JSON (classified pass). Precedence: a fault, then a non-finite output (seen by
+// the differential check or a property), a declaration mismatch, wrong results, and last a coverage
+// failure (nothing wrong was seen, but the declared domain was not covered).
 std::string classification(const ConfigResult& r) {
   if (r.fault) return plugin::name(r.fault->kind);
   bool nonfinite = r.nonfinite_output, mismatch = false, wrong = false, coverage = false;
@@ -160,14 +161,19 @@ std::string fault_short(const plugin::Fault& f) {
       return "unwritten output";
     case plugin::FaultKind::input_modified:
       return "input modified";
+    case plugin::FaultKind::declaration_mismatch:
+      return "mismatch";
     default:
       return plugin::name(f.kind);
   }
 }
 
+// Faults that end the configuration: they would repeat in every later check of it.
 bool fatal(const plugin::Fault& f) {
   return f.kind == plugin::FaultKind::crashed || f.kind == plugin::FaultKind::exited ||
-         f.kind == plugin::FaultKind::timeout;
+         f.kind == plugin::FaultKind::timeout || f.kind == plugin::FaultKind::protocol_violation ||
+         f.kind == plugin::FaultKind::out_of_memory ||
+         f.kind == plugin::FaultKind::declaration_mismatch;  // said once, at its first call
 }
 
 // ---- directed specs and positions --------------------------------------------------------------
@@ -555,6 +561,7 @@ std::string replay_command(const ValidateOptions& o, const ConfigResult& r,
     << name(r.layout) << " --properties " << check << " --budget " << o.budget << " --seed "
     << o.seed;
   if (o.timeout != 10.0) c << " --timeout " << o.timeout;
+  if (o.worker_memory != 8192) c << " --worker-memory " << o.worker_memory;
   if (!o.hf.path.empty()) c << " --hf-config " << o.hf.path;
   if (o.hf.seq_len) c << " --seq-len " << o.hf.seq_len;
   return c.str();
@@ -835,6 +842,7 @@ CheckResult run_check(plugin::PluginKernel& pk, const Config& cfg, int check,
   if (pk.poisoned()) {
     const auto& f = pk.faults().front();
     r.cell = {fault_short(f), true, f.message()};
+    if (f.kind == plugin::FaultKind::declaration_mismatch) r.cell.kind = "declaration_mismatch";
     r.fault = f;
   }
   r.calls = pk.calls() - calls0;
@@ -931,7 +939,7 @@ std::vector<ConfigResult> run_configs(plugin::PluginKernel& pk, const std::vecto
     got[j.config][static_cast<std::size_t>(j.check)] = from_text(text);
   };
   fj.runner_start = [&] {
-    own = load_plugin(o.plugin, o.worker_fds, o.timeout);
+    own = load_plugin(o.plugin, o.worker_fds, o.timeout, o.worker_memory << 20);
     current = own.get();
   };
   fj.runner_end = [&] { own.reset(); };
@@ -1002,6 +1010,8 @@ void write_outputs(plugin::PluginKernel& pk, const std::vector<ConfigResult>& re
 int run_validate(ValidateOptions o) {
   max_success_for(o.budget);  // --budget first: a bad one is exit 2 before anything is loaded
   if (!(o.timeout > 0) || !std::isfinite(o.timeout)) throw UsageError("--timeout must be > 0");
+  if (o.worker_memory > (std::uint64_t{1} << 30))
+    throw UsageError("--worker-memory: at most 2^30 MiB (0: no limit)");
   if (o.plugin.empty() && o.worker_fds.empty()) throw UsageError("--plugin is required");
   if (!o.worker_fds.empty()) {
     // One serving process answers one call at a time and cannot be forked per runner.
@@ -1009,7 +1019,8 @@ int run_validate(ValidateOptions o) {
     if (o.plugin.empty()) o.plugin = "worker:" + o.worker_fds;
   }
   Plan plan = parse_plan(o);
-  const std::unique_ptr<plugin::PluginKernel> pk = load_plugin(o.plugin, o.worker_fds, o.timeout);
+  const std::unique_ptr<plugin::PluginKernel> pk =
+      load_plugin(o.plugin, o.worker_fds, o.timeout, o.worker_memory << 20);
   plan_plugin(plan, *pk, o);
   for (const auto& f : o.properties)
     if (f != "Differential" && !props::parse_property(f))
@@ -1070,6 +1081,9 @@ void add_validate(CLI::App& app, int& status) {
   cmd->add_option("--budget", o->budget, "quick | standard | deep (default standard)");
   cmd->add_option("--timeout", o->timeout,
                   "seconds per plugin call before it counts as hung (default 10)");
+  cmd->add_option("--worker-memory", o->worker_memory,
+                  "MiB of memory the plugin worker may add beyond its start before it is stopped "
+                  "(classified out_of_memory; default 8192, 0: no limit)");
   cmd->add_option("--oracle", o->oracle,
                   "exact values: fast (double-double, MPFR where it cannot certify; default) or "
                   "mpfr (MPFR alone: the same answers, slower)")

@@ -23,9 +23,11 @@ std::pair<int, int> parse_worker_fds(const std::string& text) {
 }
 
 std::unique_ptr<plugin::PluginKernel> load_plugin(const std::string& path,
-                                                  const std::string& worker_fds, double timeout) {
+                                                  const std::string& worker_fds, double timeout,
+                                                  std::uint64_t memory_limit) {
   plugin::Options po;
   po.timeout_s = timeout;
+  po.memory_limit = memory_limit;
   std::unique_ptr<plugin::PluginKernel> pk;
   try {
     if (!worker_fds.empty()) {

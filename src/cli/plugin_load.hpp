@@ -7,6 +7,7 @@
 #include "ropecheck/plugin/host.hpp"
 #include "ropecheck/reports/report.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -17,9 +18,11 @@ namespace ropecheck::cli {
 // --worker-fds R,W: the two descriptors of a worker that serves already (plugin::serve).
 std::pair<int, int> parse_worker_fds(const std::string& text);
 
-// UsageError (exit 2) when the plugin cannot be used.
+// UsageError (exit 2) when the plugin cannot be used. memory_limit: bytes the worker may add
+// (plugin::Options::memory_limit; 0: none).
 std::unique_ptr<plugin::PluginKernel> load_plugin(const std::string& path,
-                                                  const std::string& worker_fds, double timeout);
+                                                  const std::string& worker_fds, double timeout,
+                                                  std::uint64_t memory_limit);
 
 // The declared domain in one line, as the properties read it.
 std::string describe_domain(const Domain& d);

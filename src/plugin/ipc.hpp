@@ -1,6 +1,9 @@
-// Framing between the oracle and the plugin worker: [u32 type][u64 length][payload]. The worker is
-// a fork of the same binary, so plain structs travel as bytes; lengths are still checked because a
-// plugin may scribble over the worker's memory before it answers.
+// Framing between the oracle and the plugin worker: [u32 type][u32 id][u64 length][payload]. The
+// worker is a fork of the same binary, so plain structs travel as bytes. The host reads the worker
+// as untrusted input: the plugin runs inside the worker and can write anything on its pipe, so
+// every reply is checked (recv_reply: type, id, length against what the request can produce)
+// before anything is allocated or indexed. The id pairs a reply with its request: the host numbers
+// its requests 1, 2, ... per worker (0: the greeting) and the worker echoes the number.
 #pragma once
 
 #include <cstdint>
@@ -18,18 +21,59 @@ enum class Msg : std::uint32_t {
   quit,        // host -> worker
 };
 
-enum class IoResult { ok, eof, timeout, error };
+// stopped: the Watch asked to stop waiting; violation: bytes that are not the reply expected.
+enum class IoResult { ok, eof, timeout, error, stopped, violation };
+
+inline constexpr std::size_t kHeaderBytes = 16;
+
+// While the host waits on the worker: its stdout/stderr pipe is drained (the first `cap` bytes
+// forwarded to our stderr, the rest discarded, so a plugin printing 100 MB neither blocks on a
+// full pipe nor floods the terminal), and `check` runs every kWatchPeriod seconds of waiting
+// (false: stop waiting, IoResult::stopped; the caller knows why, e.g. the memory limit).
+struct Watch {
+  int drain_fd = -1;
+  std::uint64_t* drained = nullptr;  // bytes read from drain_fd so far (forwarded up to cap)
+  std::uint64_t cap = 64 << 10;
+  bool (*check)(void* ctx) = nullptr;
+  void* ctx = nullptr;
+};
+inline constexpr double kWatchPeriod = 0.02;
 
 // Deadline-bounded full read/write on a pipe (poll + read/write; EINTR retried). A deadline
 // >= 1e299 is none: the call blocks without polling first (the worker's side).
+// `done` (if set) counts the bytes moved, also when the call fails part way.
 IoResult write_all(int fd, const void* data, std::size_t n, double deadline);
-IoResult read_all(int fd, void* data, std::size_t n, double deadline);
+IoResult read_all(int fd, void* data, std::size_t n, double deadline, const Watch* w = nullptr,
+                  std::size_t* done = nullptr);
 double now_s();  // monotonic clock, seconds
 
-IoResult send(int fd, Msg type, const std::vector<char>& payload, double deadline);
-// Refuses payloads larger than max_len (a corrupted length must not make the host allocate 2^63).
-IoResult recv(int fd, Msg& type, std::vector<char>& payload, std::uint64_t max_len,
-              double deadline);
+IoResult send(int fd, Msg type, std::uint32_t id, const std::vector<char>& payload, double deadline,
+              const Watch* w = nullptr);
+// The worker's side: the host's requests (refuses payloads larger than max_len).
+IoResult recv(int fd, Msg& type, std::uint32_t& id, std::vector<char>& payload,
+              std::uint64_t max_len, double deadline);
+
+// The host's side: the one reply a request can have.
+struct Expect {
+  Msg type;
+  bool or_load_error = false;  // the greeting: hello or load_error
+  std::uint32_t id = 0;
+  std::uint64_t min_len = 0, max_len = 0;  // payload bytes the request can produce
+};
+struct Reply {
+  IoResult io = IoResult::ok;
+  Msg type{};
+  std::vector<char> payload;         // io == ok: the checked payload
+  std::string why;                   // io == violation: what was wrong with it
+  std::vector<unsigned char> first;  // the first bytes received (header included), up to 16
+  std::uint64_t bytes = 0;           // bytes received for this reply (and drained after it)
+};
+// Reads a header, checks it against `e` (type, id, length) and only then allocates and reads the
+// payload. A header that is not the reply, or a payload cut short by the deadline, is a violation;
+// what is immediately readable after a bad header is drained (up to 1 MiB) into `bytes`.
+Reply recv_reply(int fd, const Expect& e, double deadline, const Watch* w = nullptr);
+// "the plugin's process sent N bytes that are not a reply: <first bytes in hex> (<why>)"
+std::string not_a_reply(const Reply& r);
 
 class Writer {
  public:
@@ -68,6 +112,7 @@ class Reader {
     pos_ += n;
     return p;
   }
+  bool at_end() const { return pos_ == buf_.size(); }
   bool get_string(std::string& s) {
     std::uint64_t n = 0;
     if (!get(n)) return false;

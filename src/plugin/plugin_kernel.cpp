@@ -11,6 +11,7 @@
 // sentinel_bits (worker.cpp). A new descriptor field: a reserved slot of plugin.h, send_hello
 // (worker.cpp) and read_descriptor_fields here.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -21,8 +22,12 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <typeinfo>
+
+#include <sys/resource.h>
 
 #include "ipc.hpp"
+#include "reply.hpp"
 #include "ropecheck/plugin/host.hpp"
 #include "worker.hpp"
 
@@ -48,6 +53,12 @@ const char* name(FaultKind k) {
       return "bad_reply";
     case FaultKind::kernel_error:
       return "kernel_error";
+    case FaultKind::protocol_violation:
+      return "protocol_violation";
+    case FaultKind::out_of_memory:
+      return "out_of_memory";
+    case FaultKind::declaration_mismatch:
+      return "declaration_mismatch";
   }
   return "?";
 }
@@ -82,6 +93,15 @@ std::string Fault::message() const {
       break;
     case FaultKind::kernel_error:
       o << "kernel error";
+      break;
+    case FaultKind::protocol_violation:
+      o << "protocol violation";
+      break;
+    case FaultKind::out_of_memory:
+      o << "out of memory";
+      break;
+    case FaultKind::declaration_mismatch:
+      o << "declaration mismatch";
       break;
     case FaultKind::none:
       o << "no fault";
@@ -153,8 +173,6 @@ ropecheck_spec to_c(const RopeSpec& s) {
   return c;
 }
 
-bool valid_precision(std::int32_t p) { return p >= 0 && p < ROPECHECK_DTYPE_COUNT; }
-
 template <class T>
 std::vector<T> array_of(const T* p, std::int64_t n) {
   return p && n > 0 ? std::vector<T>(p, p + n) : std::vector<T>();
@@ -218,23 +236,31 @@ std::string describe_call(const RopeSpec& spec, const TensorArgs& a) {
   return o.str();
 }
 
-// The worker process and the two pipes to it. kill_worker() ends it.
+// The worker process, the two pipes to it and the pipe of its stdout/stderr. kill_worker() ends
+// it. Everything it sends is read as untrusted input (ipc::recv_reply, reply.hpp).
 struct PluginKernel::Worker {
-  pid_t pid = -1;
+  pid_t pid = -1;  // -1: attached (a serving process that is not our child)
   int to_child = -1;
   int from_child = -1;
+  int log = -1;  // the worker's stdout/stderr (the host drains it while it waits)
+  std::uint32_t next_id = 1;
+  std::uint64_t drained = 0;
+  std::uint64_t memory_limit = 0, base_rss = 0;
+  bool over_memory = false;  // the watch saw the resident size pass the limit
+  bool ended = false;        // the watch saw the worker end while its pipe stayed open
 
   // Forks the worker, which loads the plugin (throws LoadError when it cannot fork).
-  static std::unique_ptr<Worker> spawn(const std::string& path);
+  static std::unique_ptr<Worker> spawn(const std::string& path, const Options& opts);
   // The worker's first message: hello (the descriptor) or load_error.
-  ipc::IoResult greeting(ipc::Msg& type, std::vector<char>& payload, double timeout_s) const;
-  // One request and its reply under the per-call deadline.
-  ipc::IoResult round_trip(ipc::Msg type, const std::vector<char>& request, ipc::Msg& reply_type,
-                           std::vector<char>& reply, std::uint64_t max_reply,
-                           double timeout_s) const;
-  // The worker stopped answering (EOF, broken pipe): how it ended. Waits for it; kill_worker()
-  // then only closes the pipes.
-  Fault reap();
+  ipc::Reply greeting(double timeout_s);
+  // One request and its checked reply under the per-call deadline.
+  ipc::Reply round_trip(ipc::Msg type, const std::vector<char>& request, ipc::Expect e,
+                        double timeout_s);
+  ipc::Watch watch();
+  std::uint64_t rss() const;
+  // Ends the worker: waits until `deadline` for it to end by itself, then kills its process group
+  // (the plugin's own children with it) and reaps it. How it ended; `killed`: by us.
+  Fault end(double deadline, bool& killed);
 };
 
 namespace {
@@ -247,12 +273,14 @@ void close_fd(int& fd) {
 void PluginKernel::kill_worker() const {
   if (!worker_) return;
   if (worker_->pid > 0) {
+    kill(-worker_->pid, SIGKILL);  // its process group: what the plugin forked dies too
     kill(worker_->pid, SIGKILL);
     int st = 0;
     waitpid(worker_->pid, &st, 0);
   }
   close_fd(worker_->to_child);
   close_fd(worker_->from_child);
+  close_fd(worker_->log);
   worker_.reset();
   supported_.clear();  // a new worker answers afresh
 }
@@ -263,11 +291,12 @@ struct Spawned {
   pid_t pid;
   int to_child;
   int from_child;
+  int log;
 };
 
-Spawned fork_worker(const std::string& path) {
-  int down[2], up[2];
-  if (pipe2(down, O_CLOEXEC) != 0 || pipe2(up, O_CLOEXEC) != 0)
+Spawned fork_worker(const std::string& path, std::uint64_t memory_limit) {
+  int down[2], up[2], log[2];
+  if (pipe2(down, O_CLOEXEC) != 0 || pipe2(up, O_CLOEXEC) != 0 || pipe2(log, O_CLOEXEC) != 0)
     throw LoadError("cannot create pipes for the plugin worker: " + std::string(strerror(errno)));
   std::fflush(nullptr);  // buffered output must not be duplicated into the child
   const pid_t pid = fork();
@@ -276,34 +305,56 @@ Spawned fork_worker(const std::string& path) {
     // The child never returns into the oracle's code: worker_main ends in _exit.
     close(down[1]);
     close(up[0]);
-    worker_main(down[0], up[1], path);
+    close(log[0]);
+    worker_main(down[0], up[1], log[1], path, memory_limit);
   }
+  setpgid(pid, pid);  // as the child does: whichever runs first, the group exists before a kill
   close(down[0]);
   close(up[1]);
-  return {pid, down[1], up[0]};
+  close(log[1]);
+  fcntl(log[0], F_SETFL, O_NONBLOCK);
+  return {pid, down[1], up[0], log[0]};
 }
 
-// Turns the worker's death into a Fault (waits for it).
-Fault death(pid_t pid) {
+// A wait status as a Fault.
+Fault death_of(int st) {
   Fault f;
-  int st = 0;
-  if (waitpid(pid, &st, 0) == pid) {
-    if (WIFSIGNALED(st)) {
-      f.kind = FaultKind::crashed;
-      f.signal = WTERMSIG(st);
-    } else if (WIFEXITED(st)) {
-      f.kind = FaultKind::exited;
-      f.exit_status = WEXITSTATUS(st);
-    } else {
-      f.kind = FaultKind::bad_reply;
-    }
+  if (WIFSIGNALED(st)) {
+    f.kind = FaultKind::crashed;
+    f.signal = WTERMSIG(st);
+  } else if (WIFEXITED(st)) {
+    f.kind = FaultKind::exited;
+    f.exit_status = WEXITSTATUS(st);
   } else {
     f.kind = FaultKind::bad_reply;
   }
   return f;
 }
 
-// ---- the descriptor the worker sends at load time (Msg::hello; worker.cpp send_hello) ---------
+bool has_ended(pid_t pid) {
+  siginfo_t si{};
+  return waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         si.si_pid == pid;
+}
+
+// The watch while the host waits (ipc::Watch::check): the memory limit, and a worker that ended
+// while a process it forked keeps the reply pipe open (no EOF would ever come).
+bool watch_worker(void* ctx) {
+  auto* w = static_cast<PluginKernel::Worker*>(ctx);
+  if (w->memory_limit && w->rss() > w->base_rss + w->memory_limit) {
+    w->over_memory = true;
+    return false;
+  }
+  if (has_ended(w->pid)) {
+    // Its descriptors closed when it ended: unless another process holds the pipe, the read
+    // sees EOF (or its last bytes) now.
+    pollfd p{w->from_child, POLLIN, 0};
+    if (poll(&p, 1, 0) == 1 && p.revents) return true;
+    w->ended = true;
+    return false;
+  }
+  return true;
+}
 
 [[noreturn]] void refuse(const std::string& m) { throw LoadError(m); }
 
@@ -314,89 +365,62 @@ void check_loadable(const std::string& path, const Options& opts) {
   if (!(opts.timeout_s > 0)) refuse("timeout must be > 0");
 }
 
-// The declared policy of dtype i, checked: precisions and recipe in range, trig_error >= 0.
-Policy declared_policy(const Descriptor& d, const ropecheck_policy& p, int i) {
-  // ABI 2 had no trig_error (reserved bytes, 0) and no ladder recipe.
-  const double trig = d.abi_version >= 3 ? p.trig_error : 0.0;
-  const std::int32_t max_recipe =
-      d.abi_version >= 3 ? ROPECHECK_RECIPE_LADDER_F32 : ROPECHECK_RECIPE_HF_F32;
-  const char* dtype = ropecheck::name(static_cast<Dtype>(i));
-  if (!valid_precision(p.angle) || !valid_precision(p.table) || !valid_precision(p.arithmetic) ||
-      p.recipe < ROPECHECK_RECIPE_POW_PRODUCT || p.recipe > max_recipe)
-    refuse("plugin '" + d.name + "' declares an invalid precision policy for dtype " + dtype);
-  if (!std::isfinite(trig) || trig < 0)
-    refuse("plugin '" + d.name + "' declares trig_error " + std::to_string(trig) + " for dtype " +
-           dtype + " (must be finite and >= 0; 0 means the default 2)");
-  return Policy{static_cast<Precision>(p.angle),
-                static_cast<Precision>(p.table),
-                static_cast<Precision>(p.arithmetic),
-                static_cast<AngleRecipe>(p.recipe),
-                p.fused != 0,
-                "third-party plugin (declared policy)",
-                trig == 0 ? 2.0 : trig};
-}
-
-// Field by field as send_hello writes them; false when the reply is short.
-bool read_descriptor_fields(ipc::Reader& rd, Descriptor& d) {
-  std::int32_t has_supports = 0, n_hd = 0;
-  bool ok = rd.get(d.abi_version) && rd.get_string(d.name) && rd.get_string(d.description) &&
-            rd.get(d.dtypes) && rd.get(d.layouts) && rd.get(has_supports) && rd.get(n_hd);
-  d.has_supports = has_supports != 0;
-  for (std::int32_t i = 0; ok && i < n_hd; ++i) {
-    std::int64_t v = 0;
-    ok = rd.get(v);
-    d.head_dims.push_back(v);
-  }
-  for (int i = 0; ok && i < ROPECHECK_DTYPE_COUNT; ++i) {
-    ropecheck_policy p{};
-    ok = rd.get(p);
-    if (ok && (d.dtypes & ROPECHECK_DTYPE_BIT(i)) != 0) d.policies[i] = declared_policy(d, p, i);
-  }
-  return ok && rd.get(d.scalings) && rd.get(d.flags) && rd.get(d.min_position) &&
-         rd.get(d.max_position);
-}
-
-Descriptor read_descriptor(const std::vector<char>& payload, const std::string& path) {
-  ipc::Reader rd(payload);
-  Descriptor d;
-  if (!read_descriptor_fields(rd, d)) refuse("plugin '" + path + "': malformed descriptor reply");
-  if (d.abi_version < 3) {
-    // ABI 2 always passed scale != 1 and knew no position range: keep that meaning.
-    d.flags |= ROPECHECK_FLAG_MAGNITUDE_SCALE;
-    d.min_position = d.max_position = 0;
-  }
-  if (d.min_position > d.max_position)
-    refuse("plugin '" + d.name + "' declares min_position " + std::to_string(d.min_position) +
-           " > max_position " + std::to_string(d.max_position));
-  if ((d.dtypes & ROPECHECK_DTYPE_BIT_ALL) == 0)
-    refuse("plugin '" + d.name + "' declares no supported dtype");
-  if ((d.layouts & ROPECHECK_LAYOUT_BIT_ALL) == 0)
-    refuse("plugin '" + d.name + "' declares no supported layout");
-  return d;
-}
+std::string mib(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 }  // namespace
 
-std::unique_ptr<PluginKernel::Worker> PluginKernel::Worker::spawn(const std::string& path) {
-  const Spawned s = fork_worker(path);
-  return std::make_unique<Worker>(Worker{s.pid, s.to_child, s.from_child});
+std::unique_ptr<PluginKernel::Worker> PluginKernel::Worker::spawn(const std::string& path,
+                                                                  const Options& opts) {
+  const Spawned s = fork_worker(path, opts.memory_limit);
+  auto w = std::make_unique<Worker>();
+  w->pid = s.pid;
+  w->to_child = s.to_child;
+  w->from_child = s.from_child;
+  w->log = s.log;
+  w->memory_limit = opts.memory_limit;
+  w->base_rss = w->rss();
+  return w;
 }
 
-ipc::IoResult PluginKernel::Worker::greeting(ipc::Msg& type, std::vector<char>& payload,
-                                             double timeout_s) const {
-  return ipc::recv(from_child, type, payload, 1 << 24, ipc::now_s() + timeout_s);
+std::uint64_t PluginKernel::Worker::rss() const {
+  if (pid <= 0) return 0;
+  const std::string path = "/proc/" + std::to_string(pid) + "/statm";
+  unsigned long long size = 0, resident = 0;
+  if (FILE* f = std::fopen(path.c_str(), "r")) {
+    if (std::fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-ipc::IoResult PluginKernel::Worker::round_trip(ipc::Msg type, const std::vector<char>& request,
-                                               ipc::Msg& reply_type, std::vector<char>& reply,
-                                               std::uint64_t max_reply, double timeout_s) const {
+ipc::Watch PluginKernel::Worker::watch() {
+  ipc::Watch w;
+  if (pid <= 0) return w;  // attached: its output and memory are the serving process's own
+  w.drain_fd = log;
+  w.drained = &drained;
+  w.check = watch_worker;
+  w.ctx = this;
+  return w;
+}
+
+ipc::Reply PluginKernel::Worker::greeting(double timeout_s) {
+  const ipc::Watch w = watch();
+  return ipc::recv_reply(from_child, expect_hello(), ipc::now_s() + timeout_s, &w);
+}
+
+ipc::Reply PluginKernel::Worker::round_trip(ipc::Msg type, const std::vector<char>& request,
+                                            ipc::Expect e, double timeout_s) {
   const double deadline = ipc::now_s() + timeout_s;
-  auto r = ipc::send(to_child, type, request, deadline);
-  if (r == ipc::IoResult::ok) r = ipc::recv(from_child, reply_type, reply, max_reply, deadline);
+  const ipc::Watch w = watch();
+  e.id = next_id++;
+  ipc::Reply r;
+  r.io = ipc::send(to_child, type, e.id, request, deadline, &w);
+  if (r.io == ipc::IoResult::ok) r = ipc::recv_reply(from_child, e, deadline, &w);
   return r;
 }
 
-Fault PluginKernel::Worker::reap() {
+Fault PluginKernel::Worker::end(double deadline, bool& killed) {
+  killed = false;
   const pid_t p = pid;
   pid = -1;
   if (p <= 0) {  // attached: not our child, waitpid would wait for any child
@@ -405,17 +429,62 @@ Fault PluginKernel::Worker::reap() {
     f.detail = "the serving process closed the pipe";
     return f;
   }
-  return death(p);
-}
-
-namespace {
-Fault timeout_fault(std::string detail) {
-  Fault f;
-  f.kind = FaultKind::timeout;
-  f.detail = std::move(detail);
+  while (!has_ended(p) && ipc::now_s() < deadline) usleep(5000);
+  killed = !has_ended(p);
+  kill(-p, SIGKILL);  // also when it ended: children it forked may hold the pipes
+  kill(p, SIGKILL);
+  int st = 0;
+  rusage ru{};
+  if (wait4(p, &st, 0, &ru) != p) return death_of(-1);
+  Fault f = death_of(st);
+  // The peak resident size says whether it ended on the memory limit (RLIMIT_AS: the plugin's
+  // allocation failed and it crashed or gave up).
+  const auto peak = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024;
+  if (memory_limit && peak >= base_rss + memory_limit * 3 / 4) {
+    f.detail = f.message() + " after its resident memory reached " + mib(peak) +
+               " (--worker-memory: " + mib(memory_limit) + " beyond its start)";
+    f.kind = FaultKind::out_of_memory;
+  }
   return f;
 }
-}  // namespace
+
+// How a call that got no usable reply ended, as the configuration's fault; the worker is gone
+// afterwards (killed and reaped, or closed when attached). `what`: "apply()" or "supports()".
+Fault PluginKernel::call_fault(const ipc::Reply& r, const std::string& what) const {
+  Fault f;
+  Worker& w = *worker_;
+  if (r.io == ipc::IoResult::violation) {
+    f.kind = FaultKind::protocol_violation;
+    f.detail = ipc::not_a_reply(r) + " in " + what;
+  } else if (w.over_memory || (r.io == ipc::IoResult::timeout && w.memory_limit &&
+                               w.rss() > w.base_rss + w.memory_limit)) {
+    f.kind = FaultKind::out_of_memory;
+    f.detail = what + " grew the worker's resident memory past its limit of " +
+               mib(w.memory_limit) + " (--worker-memory)";
+  } else if (r.io == ipc::IoResult::timeout) {
+    std::ostringstream o;
+    o << what << " did not return within " << opts_.timeout_s << " s";
+    f.kind = FaultKind::timeout;
+    f.detail = o.str();
+  } else {
+    // EOF or a broken pipe: the worker normally ended; give it a moment to be reaped. One that
+    // closed its pipe and lives on is killed and said so.
+    bool killed = false;
+    f = w.end(ipc::now_s() + std::min(opts_.timeout_s, 2.0), killed);
+    if (killed) {
+      f.kind = FaultKind::protocol_violation;
+      f.detail = "the plugin's process closed its reply pipe in " + what + " and did not end";
+    } else if (w.ended) {
+      f.detail += (f.detail.empty() ? "" : "; ") + std::string(
+                                                       "a process it forked kept the "
+                                                       "reply pipe open (killed)");
+    } else if (f.detail.empty() && what != "apply()") {
+      f.detail = "in " + what;
+    }
+  }
+  kill_worker();
+  return f;
+}
 
 std::unique_ptr<PluginKernel> PluginKernel::load(const std::string& path, const Options& opts) {
   check_loadable(path, opts);
@@ -426,29 +495,31 @@ std::unique_ptr<PluginKernel> PluginKernel::load(const std::string& path, const 
   std::unique_ptr<PluginKernel> k(new PluginKernel());
   k->path_ = path;
   k->opts_ = opts;
-  k->worker_ = Worker::spawn(path);
-  ipc::Msg t{};
-  std::vector<char> payload;
-  const ipc::IoResult r = k->worker_->greeting(t, payload, opts.timeout_s);
+  k->worker_ = Worker::spawn(path, opts);
   try {
-    if (r == ipc::IoResult::timeout)
-      refuse("plugin '" + path + "' did not finish loading within " +
-             std::to_string(opts.timeout_s) + " s");
-    if (r != ipc::IoResult::ok)
-      refuse("plugin '" + path + "' " + k->worker_->reap().message() + " while loading");
-    if (t == ipc::Msg::load_error) {
-      std::string m;
-      ipc::Reader(payload).get_string(m);
-      refuse(m);
-    }
-    if (t != ipc::Msg::hello) refuse("plugin '" + path + "': malformed descriptor reply");
-    k->desc_ = read_descriptor(payload, path);
+    k->desc_ = k->read_greeting(path);
   } catch (const LoadError&) {
     k->kill_worker();
     throw;
   }
   k->inv_freq_ = default_inv_freq;
   return k;
+}
+
+// The greeting of a new worker: its descriptor, or why it cannot be used (LoadError).
+Descriptor PluginKernel::read_greeting(const std::string& label) const {
+  const ipc::Reply r = worker_->greeting(opts_.timeout_s);
+  if (r.io == ipc::IoResult::timeout)
+    refuse("plugin '" + label + "' did not finish loading within " +
+           std::to_string(opts_.timeout_s) + " s");
+  if (r.io != ipc::IoResult::ok)
+    refuse("plugin '" + label + "' " + call_fault(r, "the plugin's load").message());
+  if (r.type == ipc::Msg::load_error) {
+    std::string m;
+    ipc::Reader(r.payload).get_string(m);
+    refuse(m.empty() ? "plugin '" + label + "' could not be loaded" : m);
+  }
+  return read_descriptor(r.payload, label);
 }
 
 std::unique_ptr<PluginKernel> PluginKernel::attach(int rfd, int wfd, const std::string& label,
@@ -458,15 +529,11 @@ std::unique_ptr<PluginKernel> PluginKernel::attach(int rfd, int wfd, const std::
   k->path_ = label;
   k->attached_ = true;
   k->opts_ = opts;
-  k->worker_ = std::make_unique<Worker>(Worker{-1, wfd, rfd});
-  ipc::Msg t{};
-  std::vector<char> payload;
+  k->worker_ = std::make_unique<Worker>();
+  k->worker_->to_child = wfd;
+  k->worker_->from_child = rfd;
   try {
-    const ipc::IoResult r = k->worker_->greeting(t, payload, opts.timeout_s);
-    if (r != ipc::IoResult::ok || t != ipc::Msg::hello)
-      refuse("worker on descriptors " + std::to_string(rfd) + "," + std::to_string(wfd) +
-             " sent no descriptor");
-    k->desc_ = read_descriptor(payload, label);
+    k->desc_ = k->read_greeting(label);
   } catch (const LoadError&) {
     k->kill_worker();
     throw;
@@ -477,7 +544,7 @@ std::unique_ptr<PluginKernel> PluginKernel::attach(int rfd, int wfd, const std::
 
 PluginKernel::~PluginKernel() {
   if (worker_ && worker_->to_child >= 0) {
-    ipc::send(worker_->to_child, ipc::Msg::quit, {}, ipc::now_s() + 1.0);
+    ipc::send(worker_->to_child, ipc::Msg::quit, worker_->next_id, {}, ipc::now_s() + 1.0);
   }
   kill_worker();
 }
@@ -508,16 +575,11 @@ bool PluginKernel::ensure_worker() const {
   if (worker_) return true;
   if (attached_) return false;  // its server is gone; there is nothing to fork
   try {
-    worker_ = Worker::spawn(path_);
-    ipc::Msg t{};
-    std::vector<char> payload;
-    if (worker_->greeting(t, payload, opts_.timeout_s) != ipc::IoResult::ok ||
-        t != ipc::Msg::hello) {
-      kill_worker();
-      return false;
-    }
+    worker_ = Worker::spawn(path_, opts_);
+    read_greeting(path_);
     return true;
   } catch (const LoadError&) {
+    kill_worker();
     return false;
   }
 }
@@ -539,7 +601,7 @@ bool declared(const Descriptor& desc, const RopeSpec& spec, Dtype d) {
 constexpr std::size_t kMaxRemembered = std::size_t{1} << 16;
 }  // namespace
 
-bool PluginKernel::supports(const RopeSpec& spec, Dtype d) const {
+bool PluginKernel::supports(const RopeSpec& spec, Dtype d) const try {
   // Poisoned: nothing is supported until reset(), so a property engine that already saw the
   // faulting call discards (instead of shrinking through) every further case.
   if (poisoned()) return false;
@@ -562,25 +624,26 @@ bool PluginKernel::supports(const RopeSpec& spec, Dtype d) const {
     std::memcpy(key.data(), &c, sizeof c);
   }
   if (const auto it = supported_.find(key); it != supported_.end()) return it->second;
-  ipc::Msg t{};
-  std::vector<char> rep;
-  const auto r = worker_->round_trip(ipc::Msg::supports, w.buf, t, rep, 64, opts_.timeout_s);
-  std::int32_t v = 0;
-  if (r == ipc::IoResult::ok && t == ipc::Msg::supports && ipc::Reader(rep).get(v)) {
+  const ipc::Reply r =
+      worker_->round_trip(ipc::Msg::supports, w.buf, expect_supports(0), opts_.timeout_s);
+  std::optional<bool> v;
+  if (r.io == ipc::IoResult::ok) v = read_supports_reply(r.payload);
+  if (v) {
     if (supported_.size() >= kMaxRemembered) supported_.clear();
-    supported_.emplace(std::move(key), v != 0);
-    return v != 0;
+    supported_.emplace(std::move(key), *v);
+    return *v;
   }
-  Fault f;
-  if (r == ipc::IoResult::timeout) {
-    f = timeout_fault("supports() did not return within " + std::to_string(opts_.timeout_s) + " s");
-  } else {
-    f = worker_->reap();
-    f.detail = "in supports()";
+  ipc::Reply bad = r;
+  if (r.io == ipc::IoResult::ok) {
+    bad.io = ipc::IoResult::violation;
+    bad.why = "an answer that is not 0 or 1";
   }
-  kill_worker();
+  Fault f = call_fault(bad, "supports()");
   f.config = "dtype=" + std::string(ropecheck::name(d)) + " " + describe(spec);
   record(std::move(f));
+  return false;
+} catch (const std::exception& e) {
+  host_error(e, "supports() dtype=" + std::string(ropecheck::name(d)) + " " + describe(spec));
   return false;
 }
 
@@ -679,47 +742,30 @@ void copy_view_back(const RopeSpec& spec, const TensorArgs& a, const Extent& x,
     }
 }
 
-// What the worker's reply says: a fault (a malformed reply, or what the worker's guards saw the
-// plugin do), else the plugin's status and, when ok, the result extent inside the reply.
-struct ApplyOutcome {
-  std::optional<Fault> fault;
-  KernelStatus status = KernelStatus::error;
-  const char* result = nullptr;
-};
-
-ApplyOutcome read_apply_reply(ipc::Msg type, const std::vector<char>& rep, const Extent& x) {
-  ipc::Reader rd(rep);
-  ApplyReply ar{};
-  const char* detail = nullptr;
-  const char* result = nullptr;
-  ApplyOutcome out;
-  if (type != ipc::Msg::apply || !rd.get(ar) || !(detail = rd.take(ar.detail_len)) ||
-      ar.result_bytes != x.bytes() || !(result = rd.take(ar.result_bytes))) {
-    out.fault.emplace();
-    out.fault->kind = FaultKind::bad_reply;
-    return out;
-  }
-  if (ar.fault_kind != static_cast<std::int32_t>(FaultKind::none)) {
-    out.fault.emplace();
-    out.fault->kind = static_cast<FaultKind>(ar.fault_kind);
-    out.fault->detail.assign(detail, ar.detail_len);
-    return out;
-  }
-  if (ar.status == ROPECHECK_UNSUPPORTED)
-    out.status = KernelStatus::unsupported;
-  else if (ar.status == ROPECHECK_OK)
-    out.status = KernelStatus::ok;
-  out.result = result;
-  return out;
-}
-
 }  // namespace
 
-KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) const {
+KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) const try {
   ++calls_;
   if (poisoned()) return KernelStatus::error;
   if (!supports(spec, a.dtype)) return KernelStatus::unsupported;
   if (const auto refused = refuse_call(desc_, spec, a)) return *refused;
+  const KernelStatus st = run_call(spec, a);
+  // supports() accepted the spec and the call is inside the declared domain: an UNSUPPORTED
+  // now is the declaration's fault, said at once with the field that would exclude the call.
+  if (st == KernelStatus::unsupported && !poisoned()) {
+    Fault f;
+    f.kind = FaultKind::declaration_mismatch;
+    f.detail = mismatch_hint(spec, a);
+    f.config = describe_call(spec, a);
+    record(std::move(f));
+  }
+  return st;
+} catch (const std::exception& e) {
+  host_error(e, "apply() " + describe_call(spec, a));
+  return KernelStatus::error;
+}
+
+KernelStatus PluginKernel::run_call(const RopeSpec& spec, const TensorArgs& a) const {
   if (a.n_tokens == 0 || a.n_heads == 0 || spec.head_dim == 0) return KernelStatus::ok;
   const Extent x = extent_of(spec, a);
   const long double bytes = static_cast<long double>(x.elems) * x.eb * 2 +
@@ -728,34 +774,44 @@ KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) cons
   if (!ensure_worker()) {
     Fault f;
     f.kind = FaultKind::crashed;
-    f.detail = "the plugin worker could not be restarted";
+    f.detail = attached_ ? "the serving process's channel is closed (an earlier fault)"
+                         : "the plugin worker could not be restarted";
     f.config = describe_call(spec, a);
     record(std::move(f));
     return KernelStatus::error;
   }
-  ipc::Msg t{};
-  std::vector<char> rep;
-  const auto r = worker_->round_trip(ipc::Msg::apply, apply_request(spec, a, x, inv_freq_), t, rep,
-                                     x.bytes() + 65536, opts_.timeout_s);
-  if (r != ipc::IoResult::ok) {
-    std::ostringstream o;
-    o << "apply() did not return within " << opts_.timeout_s << " s";
-    Fault f = r == ipc::IoResult::timeout ? timeout_fault(o.str()) : worker_->reap();
-    kill_worker();
+  const ipc::Reply r = worker_->round_trip(ipc::Msg::apply, apply_request(spec, a, x, inv_freq_),
+                                           expect_apply(0, x.bytes()), opts_.timeout_s);
+  ApplyOutcome out;
+  if (r.io == ipc::IoResult::ok) out = read_apply_reply(r.payload, x.bytes());
+  if (r.io != ipc::IoResult::ok || !out.violation.empty()) {
+    ipc::Reply bad = r;
+    if (r.io == ipc::IoResult::ok) {
+      bad.io = ipc::IoResult::violation;
+      bad.why = out.violation;
+    }
+    Fault f = call_fault(bad, "apply()");
     f.config = describe_call(spec, a);
     record(std::move(f));
     return KernelStatus::error;
   }
-  const ApplyOutcome out = read_apply_reply(t, rep, x);
   if (out.fault) {
     Fault f = *out.fault;
     f.config = describe_call(spec, a);
     record(std::move(f));
-    if (out.fault->kind == FaultKind::bad_reply) kill_worker();
     return KernelStatus::error;
   }
   if (out.status == KernelStatus::ok) copy_view_back(spec, a, x, out.result);
   return out.status;
+}
+
+void PluginKernel::host_error(const std::exception& e, const std::string& what) const {
+  Fault f;
+  f.kind = FaultKind::protocol_violation;
+  f.detail = std::string("the host could not read the worker's reply to ") + what + ": " +
+             (*e.what() ? e.what() : typeid(e).name());
+  kill_worker();
+  record(std::move(f));
 }
 
 }  // namespace ropecheck::plugin

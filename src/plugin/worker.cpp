@@ -9,11 +9,14 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
@@ -240,8 +243,8 @@ struct StopServing {
 };
 [[noreturn]] void die_quietly() { throw StopServing{false}; }
 
-void send_or_die(int wfd, ipc::Msg t, const std::vector<char>& p) {
-  if (ipc::send(wfd, t, p, kNoDeadline) != ipc::IoResult::ok) die_quietly();
+void send_or_die(int wfd, ipc::Msg t, std::uint32_t id, const std::vector<char>& p) {
+  if (ipc::send(wfd, t, id, p, kNoDeadline) != ipc::IoResult::ok) die_quietly();
 }
 
 // Msg::apply's request, read in place (layout in worker.hpp, ApplyHeader). A malformed request
@@ -419,8 +422,8 @@ Finding check_guards(const Guards& g) {
 
 using ErrorHook = std::function<std::string()>;
 
-void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>& req,
-                  CallBuffers& b, const ErrorHook& take_error) {
+void handle_apply(int wfd, std::uint32_t id, const ropecheck_plugin* desc,
+                  const std::vector<char>& req, CallBuffers& b, const ErrorHook& take_error) {
   const ApplyRequest q(req);
   b.load(q);
   const ropecheck_tensor t = tensor_of(q.h, b);
@@ -429,29 +432,31 @@ void handle_apply(int wfd, const ropecheck_plugin* desc, const std::vector<char>
   if (status != ROPECHECK_OK && status != ROPECHECK_UNSUPPORTED && take_error)
     if (std::string why = take_error(); !why.empty()) f = {FaultKind::kernel_error, std::move(why)};
   if (!f) f = check_guards(Guards(q, b, status));
+  if (f.detail.size() > kMaxDetail) f.detail.resize(kMaxDetail);  // the host accepts no more
 
   ipc::Writer w;
   ApplyReply rep{status, static_cast<std::int32_t>(f.fault), f.detail.size(), q.nbytes};
   w.put(rep);
   w.put_bytes(f.detail.data(), f.detail.size());
   w.put_bytes(b.result(q.h), q.nbytes);
-  send_or_die(wfd, ipc::Msg::apply, w.buf);
+  send_or_die(wfd, ipc::Msg::apply, id, w.buf);
 }
 
-void handle_supports(int wfd, const ropecheck_plugin* d, const std::vector<char>& req) {
+void handle_supports(int wfd, std::uint32_t id, const ropecheck_plugin* d,
+                     const std::vector<char>& req) {
   ipc::Reader r(req);
   WireSpec s;
   std::int32_t dtype = 0;
   if (!get_spec(r, s) || !r.get(dtype)) die_quietly();
   ipc::Writer out;
   out.put<std::int32_t>(d->supports(&s.c, dtype, d->user) ? 1 : 0);
-  send_or_die(wfd, ipc::Msg::supports, out.buf);
+  send_or_die(wfd, ipc::Msg::supports, id, out.buf);
 }
 
 [[noreturn]] void load_error(int wfd, const std::string& m) {
   ipc::Writer w;
   w.put_string(m);
-  if (ipc::send(wfd, ipc::Msg::load_error, w.buf, kNoDeadline) != ipc::IoResult::ok) _exit(0);
+  if (ipc::send(wfd, ipc::Msg::load_error, 0, w.buf, kNoDeadline) != ipc::IoResult::ok) _exit(0);
   _exit(0);
 }
 
@@ -462,17 +467,31 @@ void serve_requests(int rfd, int wfd, const ropecheck_plugin* d, const ErrorHook
   CallBuffers buffers;
   for (;;) {
     ipc::Msg t{};
-    const ipc::IoResult r = ipc::recv(rfd, t, req, kMaxRequest, kNoDeadline);
+    std::uint32_t id = 0;
+    const ipc::IoResult r = ipc::recv(rfd, t, id, req, kMaxRequest, kNoDeadline);
     if (r == ipc::IoResult::eof || (r == ipc::IoResult::ok && t == ipc::Msg::quit))
       throw StopServing{true};
     if (r != ipc::IoResult::ok) die_quietly();
     if (t == ipc::Msg::supports)
-      handle_supports(wfd, d, req);
+      handle_supports(wfd, id, d, req);
     else if (t == ipc::Msg::apply)
-      handle_apply(wfd, d, req, buffers, take_error);
+      handle_apply(wfd, id, d, req, buffers, take_error);
     else
       die_quietly();
   }
+}
+
+void limit_address_space(std::uint64_t limit) {
+  if (limit == 0) return;
+  unsigned long long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%llu", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  const std::uint64_t now = pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  const std::uint64_t cap = now + limit + limit / 4;
+  rlimit as{cap, cap};
+  setrlimit(RLIMIT_AS, &as);
 }
 
 const ropecheck_plugin* load_plugin(int wfd, const std::string& path) {
@@ -522,7 +541,41 @@ void send_hello(int wfd, const ropecheck_plugin* d) {
   w.put<std::uint32_t>(d->flags);
   w.put<std::int64_t>(d->min_position);
   w.put<std::int64_t>(d->max_position);
-  send_or_die(wfd, ipc::Msg::hello, w.buf);
+  send_or_die(wfd, ipc::Msg::hello, 0, w.buf);
+}
+
+// Closes every descriptor but 0-2, rfd and wfd: the worker inherited all of the host's (a forked
+// child keeps them; O_CLOEXEC acts only at exec), among them the pipes of validate's runner
+// processes, which a plugin writing on every descriptor would otherwise corrupt.
+void keep_only(int rfd, int wfd) {
+  const int lo = std::min(rfd, wfd), hi = std::max(rfd, wfd);
+  const auto close_from_to = [](int a, int b) {  // [a, b]
+    if (a > b) return;
+    if (syscall(SYS_close_range, static_cast<unsigned>(a), static_cast<unsigned>(b), 0) == 0)
+      return;
+    for (long fd = a; fd <= std::min<long>(b, 65535); ++fd) close(static_cast<int>(fd));
+  };
+  close_from_to(3, lo - 1);
+  close_from_to(lo + 1, hi - 1);
+  close_from_to(hi + 1, std::numeric_limits<int>::max());
+}
+
+// RLIMIT_AS at the size the worker has now plus the limit and a quarter of it: the host's watch
+// of the resident size (limit) names out_of_memory first when the memory is used; this is the
+// backstop when it is reserved faster than the watch looks. Not under AddressSanitizer, whose
+// allocator and shadow reserve terabytes at start and must grow inside them.
+void limit_memory(std::uint64_t limit) {
+#if defined(__SANITIZE_ADDRESS__)
+  (void)limit;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  (void)limit;
+#else
+  limit_address_space(limit);
+#endif
+#else
+  limit_address_space(limit);
+#endif
 }
 
 }  // namespace
@@ -530,13 +583,19 @@ void send_hello(int wfd, const ropecheck_plugin* d) {
 // The worker is the forked child's whole life: it leaves only through _exit (die_quietly,
 // load_error), never by returning into the oracle's code or through std::exit (which would run
 // the oracle's atexit handlers and flush its stdio buffers a second time).
-[[noreturn]] void worker_main(int rfd, int wfd, const std::string& path) {
+[[noreturn]] void worker_main(int rfd, int wfd, int logfd, const std::string& path,
+                              std::uint64_t memory_limit) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // an orphaned hung worker must not outlive the oracle
+  setpgid(0, 0);
   rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);  // crashes are expected here; don't spend seconds on cores
-  // Whatever the plugin prints must not corrupt the oracle's tables or JSON on stdout.
-  dup2(STDERR_FILENO, STDOUT_FILENO);
+  // Whatever the plugin prints must not corrupt the oracle's tables or JSON on stdout, nor flood
+  // its stderr: both go to the pipe the host drains.
+  dup2(logfd, STDOUT_FILENO);
+  dup2(logfd, STDERR_FILENO);
+  keep_only(rfd, wfd);
   signal(SIGPIPE, SIG_DFL);
+  limit_memory(memory_limit);
 
   const ropecheck_plugin* d = load_plugin(wfd, path);
   try {

@@ -46,12 +46,23 @@ struct ApplyReply {
   std::uint64_t detail_len;
   std::uint64_t result_bytes;
 };
+static_assert(sizeof(ApplyReply) == 24, "the wire layout of Msg::apply's reply");
+// The worker cuts a guard's or kernel's message to this many bytes; the host accepts no more.
+inline constexpr std::uint64_t kMaxDetail = 4096;
+// The largest descriptor (Msg::hello) send_hello can write: name 256, description 4096 and
+// 100000 head dims (load_plugin's limit) besides the fixed fields.
+inline constexpr std::uint64_t kMaxHello = (1u << 20);
 
 // Sentinel bit patterns pre-filled into out-of-place outputs: signalling NaNs with a payload no
 // arithmetic produces (arithmetic quiets NaNs), so an element still holding one was not written.
 std::uint64_t sentinel_bits(int dtype);
 
 // Never returns: loads `path`, answers requests on rfd/wfd until quit or EOF, then _exit(0).
-[[noreturn]] void worker_main(int rfd, int wfd, const std::string& path);
+// First it keeps only the descriptors it needs (stdin, rfd, wfd; stdout and stderr onto logfd, the
+// pipe the host drains), so a plugin can write on no pipe of the host but its own reply pipe, and
+// leads a process group of its own (the host kills the group: children the plugin forks die
+// with it). memory_limit (bytes, 0: none) caps its address space beyond what it had at the fork.
+[[noreturn]] void worker_main(int rfd, int wfd, int logfd, const std::string& path,
+                              std::uint64_t memory_limit);
 
 }  // namespace ropecheck::plugin

@@ -25,6 +25,12 @@
  *   NAN_ZERO_PAIR  normalizes each pair by its norm (x / |x| rotated, times |x|): NaN for a zero
  *               pair, correct elsewhere; a finite input gave a non-finite output ->
  *               "non_finite_output" (the directed differential inputs have no zero pair)
+ *   UNSUPPORTED_NEGATIVE  returns UNSUPPORTED for a negative position, which its descriptor
+ *               (any int64 position) does not exclude -> declaration_mismatch, with the hint
+ *               "declare .min_position = 0"
+ *   UNSUPPORTED_IN_PLACE  returns UNSUPPORTED for in == out, declared allowed -> the hint
+ *               "set ROPECHECK_FLAG_NO_IN_PLACE"
+ *   20 and up   hostile to the worker's channel: hostile_channel.h
  */
 #include <math.h>
 #include <stdio.h>
@@ -46,12 +52,20 @@
 #define EXIT 10
 #define NOOP 11
 #define NAN_ZERO_PAIR 12
+#define UNSUPPORTED_NEGATIVE 13
+#define UNSUPPORTED_IN_PLACE 14
 
 #ifndef PLUGIN_MODE
 #define PLUGIN_MODE CORRECT
 #endif
 #ifndef PLUGIN_NAME
 #define PLUGIN_NAME "c_rope"
+#endif
+#if PLUGIN_MODE >= 20
+#include "hostile_channel.h"
+#endif
+#ifndef PLUGIN_SUPPORTS
+#define PLUGIN_SUPPORTS NULL
 #endif
 
 static double load_elem(const void* p, int dtype, int64_t i) {
@@ -156,6 +170,15 @@ static int c_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* use
     return ROPECHECK_UNSUPPORTED;
   if (t->dtype != ROPECHECK_DTYPE_F64 && t->dtype != ROPECHECK_DTYPE_F32)
     return ROPECHECK_UNSUPPORTED;
+#if PLUGIN_MODE >= 20
+  ch_misbehave(s, t);
+#endif
+#if PLUGIN_MODE == UNSUPPORTED_NEGATIVE
+  for (int64_t tok = 0; tok < t->n_tokens; ++tok)
+    if (t->positions[tok] < 0) return ROPECHECK_UNSUPPORTED;
+#elif PLUGIN_MODE == UNSUPPORTED_IN_PLACE
+  if (t->in == t->out) return ROPECHECK_UNSUPPORTED;
+#endif
   const int early = misbehave_first(t);
   if (early >= 0) return early;
   for (int64_t tok = 0; tok < t->n_tokens; ++tok) {
@@ -209,7 +232,7 @@ static const ropecheck_plugin descriptor = {
         {0, 0, 0, 0, 0, 0, 0.0},
         {0, 0, 0, 0, 0, 0, 0.0},
     },
-    NULL,
+    PLUGIN_SUPPORTS,
     c_apply,
     NULL,
     0, /* scalings: NONE only */

@@ -3,6 +3,7 @@
 // the calling process carries on. Plugins are the shared objects of src/examples/plugins.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -13,6 +14,10 @@ using namespace ropecheck;
 using namespace ropecheck::plugin;
 
 namespace {
+
+double ipc_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 std::string so(const std::string& name) {
   return std::string(ROPECHECK_PLUGIN_DIR) + "/libropecheck_plugin_" + name + ".so";
@@ -158,4 +163,80 @@ TEST(PluginHost, StdoutGarbageDoesNotDisturb) {
   EXPECT_EQ(k->apply(s, a.args), KernelStatus::ok);
   EXPECT_EQ(good->apply(s, b.args), KernelStatus::ok);
   EXPECT_EQ(a.out, b.out);
+}
+
+// ---- plugins hostile to the worker's channel (src/examples/plugins/hostile_channel.h) ----------
+// Each misbehaves on f64 calls only: the f64 call is classified, and the next call (f32, after
+// reset) runs on a fresh worker and is correct. The CLI twin of this table is
+// Validate/channel_* (tests/CMakeLists.txt), which also checks exit status and validation.json.
+namespace {
+
+struct ChannelCase {
+  const char* plugin;
+  FaultKind f64;  // none: the f64 call succeeds (the misbehaviour is harmless to the host)
+};
+
+const ChannelCase kChannelCases[] = {
+    {"random_fds", FaultKind::protocol_violation},
+    {"huge_header", FaultKind::protocol_violation},
+    {"truncated_hang", FaultKind::protocol_violation},
+    {"unasked_type", FaultKind::protocol_violation},
+    {"unasked_id", FaultKind::protocol_violation},
+    {"wrong_shape", FaultKind::protocol_violation},
+    {"fork_hold", FaultKind::exited},
+    {"stderr_flood", FaultKind::none},
+    {"alloc_forever", FaultKind::out_of_memory},
+    {"supports_hang", FaultKind::timeout},
+    {"close_fds", FaultKind::exited},
+};
+
+template <class T>
+KernelStatus call_on(const PluginKernel& k, Dtype d, std::vector<T>& out) {
+  const auto s = spec_partial();
+  const std::vector<std::int64_t> pos{0, 1, 7, 5000};
+  std::vector<T> in(static_cast<std::size_t>(4 * 2 * s.head_dim));
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<T>(0.25 * (i % 13) - 1.0);
+  out.assign(in.size(), T(-7));
+  TensorArgs a;
+  a.dtype = d;
+  a.n_tokens = 4;
+  a.n_heads = 2;
+  a.head_stride = s.head_dim;
+  a.token_stride = 2 * s.head_dim;
+  a.positions = pos.data();
+  a.in = in.data();
+  a.out = out.data();
+  return k.apply(s, a);
+}
+
+}  // namespace
+
+TEST(PluginHost, ChannelHostilePluginsAreClassifiedAndTheNextCallRunsOnAFreshWorker) {
+  for (const ChannelCase& c : kChannelCases) {
+    Options o;
+    o.timeout_s = 2.0;
+    o.memory_limit = std::uint64_t{256} << 20;
+    const double t0 = ipc_now();
+    auto k = PluginKernel::load(so(std::string("c_channel_") + c.plugin), o);
+    std::vector<double> out64;
+    const KernelStatus st = call_on(*k, Dtype::f64, out64);
+    const FaultKind got = k->faults().empty() ? FaultKind::none : k->faults().front().kind;
+    EXPECT_EQ(got, c.f64) << c.plugin << ": "
+                          << (k->faults().empty() ? "" : k->faults()[0].message());
+    // A fault in supports() reads as unsupported, in apply() as an error.
+    EXPECT_EQ(st == KernelStatus::ok, c.f64 == FaultKind::none) << c.plugin;
+    if (!k->faults().empty()) {
+      EXPECT_FALSE(k->faults().front().message().empty());
+      std::cerr << "  " << c.plugin << ": " << k->faults().front().message().substr(0, 200) << "\n";
+    }
+    k->reset();
+    std::vector<float> out32;
+    EXPECT_EQ(call_on(*k, Dtype::f32, out32), KernelStatus::ok) << c.plugin;
+    EXPECT_FALSE(k->poisoned()) << c.plugin;
+    std::vector<float> ref32;
+    auto good = PluginKernel::load(so("c_correct"));
+    ASSERT_EQ(call_on(*good, Dtype::f32, ref32), KernelStatus::ok);
+    EXPECT_EQ(out32, ref32) << c.plugin;
+    std::cerr << "  " << c.plugin << ": " << ipc_now() - t0 << " s\n";
+  }
 }

@@ -24,6 +24,10 @@
 
 namespace ropecheck::plugin {
 
+namespace ipc {
+struct Reply;
+}
+
 // The RopeSpec a plugin call carries (the inverse of what the host sends; not normalized, kinds
 // and layouts not range-checked: callers serving the host's own calls, or checking first).
 RopeSpec spec_from_c(const ropecheck_spec& c);
@@ -38,15 +42,20 @@ class LoadError : public std::runtime_error {
 // What isolation and guards observed during one call. Named as the validation report prints them.
 enum class FaultKind : int {
   none = 0,
-  crashed,              // killed by a signal (segfault, abort, ...)
-  exited,               // called exit()/_exit() inside apply/supports
-  timeout,              // no answer within the per-call timeout (hang)
-  out_of_bounds_write,  // canary around the output/input or a gap inside a strided view changed
-  unwritten_output,     // an output element still holds the sentinel after an out-of-place call
-  input_modified,       // the input of an out-of-place call (or the positions) changed
-  bad_reply,            // the worker's answer was malformed (should not happen)
-  kernel_error,         // an in-process kernel (serve()) reported why apply failed, e.g. a Python
-                        // exception or a result of the wrong shape or dtype
+  crashed,               // killed by a signal (segfault, abort, ...)
+  exited,                // called exit()/_exit() inside apply/supports
+  timeout,               // no answer within the per-call timeout (hang)
+  out_of_bounds_write,   // canary around the output/input or a gap inside a strided view changed
+  unwritten_output,      // an output element still holds the sentinel after an out-of-place call
+  input_modified,        // the input of an out-of-place call (or the positions) changed
+  bad_reply,             // the worker's answer was malformed (should not happen)
+  kernel_error,          // an in-process kernel (serve()) reported why apply failed, e.g. a Python
+                         // exception or a result of the wrong shape or dtype
+  protocol_violation,    // the worker's process sent bytes that are not the reply asked for (the
+                         // plugin wrote on the worker's pipe), or the host could not read it
+  out_of_memory,         // the worker passed its memory limit (Options::memory_limit)
+  declaration_mismatch,  // apply() returned UNSUPPORTED for a call inside the declared domain
+                         // (detail: the call's offending value and the field to declare)
 };
 const char* name(FaultKind k);
 
@@ -65,6 +74,11 @@ struct Options {
   // Largest request (input + output + positions) the oracle will ship to the worker; a bigger
   // call fails with KernelStatus::error instead of exhausting memory.
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
+  // Memory the worker may add beyond its size at the fork (0: no limit): past it in resident
+  // memory the host kills it (out_of_memory); its address space is capped a quarter above it
+  // (RLIMIT_AS, except under AddressSanitizer), so a plugin that allocates until it is stopped
+  // cannot take the machine's memory.
+  std::uint64_t memory_limit = std::uint64_t{8} << 30;
 };
 
 // theta'_i tables (the scaled ladder, pair order) handed to plugins that take a precomputed
@@ -129,10 +143,21 @@ class PluginKernel final : public Kernel {
   void reset();
   std::uint64_t calls() const { return calls_; }
 
+  struct Worker;  // the worker process and its pipes (plugin_kernel.cpp)
+
  private:
   PluginKernel() = default;
-  struct Worker;
+  // An exception thrown while the host talks to the worker: the worker is ended and the call
+  // records a protocol_violation (never an internal error of ropecheck).
+  void host_error(const std::exception& e, const std::string& what) const;
   bool ensure_worker() const;
+  Descriptor read_greeting(const std::string& label) const;
+  // The call on the worker (apply() past the host's own checks).
+  KernelStatus run_call(const RopeSpec& spec, const TensorArgs& a) const;
+  // One line: the call's value the plugin refused and the descriptor field that would exclude it
+  // (mismatch.cpp).
+  std::string mismatch_hint(const RopeSpec& spec, const TensorArgs& a) const;
+  Fault call_fault(const ipc::Reply& r, const std::string& what) const;
   void record(Fault f) const;
   void kill_worker() const;
 
