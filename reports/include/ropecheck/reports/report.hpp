@@ -129,8 +129,8 @@ nlohmann::json merge(const std::vector<nlohmann::json>& shards);
 int apply_baseline(nlohmann::json& now, const nlohmann::json& baseline, double factor);
 inline constexpr double kDefaultBaselineFactor = 2.0;
 
-// 0: every check holds; 1: a derived bound was exceeded, a special-value policy was violated, or a
-// baseline regressed.
+// 0: every check holds; 1: a derived bound was exceeded, a special-value policy was violated, a
+// baseline regressed, or the report carries a failed "validation" block (`validate --out`).
 int exit_code(const nlohmann::json& report);
 
 std::string render_markdown(const nlohmann::json& report);
