@@ -1000,7 +1000,9 @@ void junit_validation(std::ostream& o, const json& v, int& tests, int& failures)
     o << "    <testcase classname=\"" << esc("validate." + cell(v["plugin"]) + "_" + cfg)
       << "\" name=\"" << esc(cell(c["check"])) << "\" time=\"0\">";
     const std::string result = cell(c["result"]), detail = cell(c["message"]);
-    std::string msg = detail.rfind(result, 0) == 0 ? detail : result + ": " + detail;
+    std::string msg = detail.empty()                 ? result
+                      : detail.rfind(result, 0) == 0 ? detail
+                                                     : result + ": " + detail;
     if (c.contains("reproduce")) msg += "\nreplay: " + cell(c["reproduce"]);
     if (c["skipped"].get<bool>())
       o << "<skipped message=\"" << esc(msg) << "\"/>";

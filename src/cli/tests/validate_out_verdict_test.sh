@@ -46,4 +46,10 @@ d=$work/correct
 grep -q '<testsuites [^>]*failures="0"' "$d/junit.xml" || fail "correct: junit failures"
 head -5 "$d/report.md" | grep -q "Validation of plugin .*: PASS" || fail "correct: report.md"
 grep -q "(exit 0)" "$d/report.md" || fail "correct: report.md does not say exit 0"
+# A requested dtype the plugin does not declare (c_rope: f64, f32) is named, not dropped silently.
+"$rc" validate --plugin "$correct" --dtypes f32,f16 --layouts half --properties Differential \
+  >"$work/dtypes.txt" 2>&1
+grep -q "note: --dtypes f16: the plugin does not declare this dtype; not checked" \
+  "$work/dtypes.txt" || fail "--dtypes f16 on an f64/f32 plugin: no note
+$(cat "$work/dtypes.txt")"
 echo "ok: junit failures $jf, $n_cases validate cases; report.md opens with the verdict"

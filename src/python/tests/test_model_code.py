@@ -172,3 +172,24 @@ def test_save_dump_is_checked_by_the_cli(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "matches the interleaved layout" in r.stdout
     assert not os.path.exists(str(path) + f".tmp{os.getpid()}")
+
+
+def test_hf_config_and_scaled_specs_reach_the_cli_exactly():
+    # hf_config= builds the spec from the config; a scaled spec passes through `validate --spec`
+    # unchanged (supports() compares it with ==, so any drift would be a coverage failure).
+    cfg = {"hidden_size": 512, "num_attention_heads": 8, "rope_theta": 500000.0,
+           "max_position_embeddings": 8192}
+    v = rc.validate(RopeModule(), hf_config=cfg, tensor_layout="bhtd", policy=F32,
+                    properties=["Differential", "MatchesReferenceWithinBound"])
+    assert v.passed, str(v)
+    exact = rc.Policy(angle="f64", table="f64", arithmetic="f64", recipe="pow_product")
+    llama3 = rc.Spec(head_dim=128, base=500000.0, layout="half", scaling="llama3", factor=8.0,
+                     low_freq_factor=1.0, high_freq_factor=4.0,
+                     original_max_position_embeddings=8192)
+
+    def fn(x, positions):  # the exact rotation, rounded to x's dtype
+        return torch.from_numpy(rc.reference(x, positions, llama3)).to(x.dtype)
+
+    v = rc.validate(fn, spec=llama3, policy=exact,
+                    properties=["Differential", "MatchesReferenceWithinBound"])
+    assert v.passed, str(v)
