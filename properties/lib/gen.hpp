@@ -245,6 +245,7 @@ struct Context {
   VariantConfig variants;
   ShrinkBudget shrink;
   reference::OracleMode oracle = reference::OracleMode::fast;  // Options::oracle_mpfr
+  std::optional<RopeSpec> only_spec;  // Options::only_spec: every case on this spec
 };
 
 // ---- positions and call shapes ------------------------------------------------------------------
@@ -549,6 +550,7 @@ inline RopeSpec with_variant_scaling(const Context& c, const SpecOptions& o, con
 }
 
 inline RopeSpec spec(const Context& c, const SpecOptions& o = {}) {
+  if (c.only_spec) return *c.only_spec;  // a kernel of one configuration (model code)
   RopeSpec s;
   s.head_dim = draw_head_dim(c, o);
   s.rotary_dim = draw_rotary_dim(s.head_dim, o);

@@ -160,6 +160,14 @@ inline std::int64_t composition_limit(const Policy& p) {
 // DomainContext) with this draw's base and scale, else discard.
 template <Dtype D>
 RopeSpec usable(const Kernel& k, const g::Context& c, const g::SpecOptions& o = {}) {
+  if (c.only_spec) {  // the one spec, when it has what the property asks of a spec
+    const RopeSpec& f = *c.only_spec;
+    if (o.force_partial && f.rotary_dim >= f.head_dim) discard("the one spec is full rotary");
+    if (o.force_layout >= 0 && f.layout != static_cast<Layout>(o.force_layout))
+      discard("the one spec is " + std::string(name(f.layout)));
+    if (o.force_unit_scale && f.scale != 1) discard("the one spec has scale != 1");
+    return f;
+  }
   RopeSpec s;
   for (int attempt = 0; attempt < 6; ++attempt) {
     s = g::spec(c, o);
@@ -207,11 +215,21 @@ void expect_finite(const RopeSpec& s, std::int64_t nvec, const T<D>* in, std::in
   for (std::int64_t v = 0; v < nvec; ++v) {
     const T<D>* x = in + v * in_stride;
     const T<D>* y = out + v * out_stride;
+    // A non-finite input elsewhere in the vector that reaches a finite pair was moved between
+    // pairs (a pairing / layout bug): wrong results, not a kernel making up NaN or inf.
+    std::int64_t moved_from = -1;
+    for (std::int64_t j = 0; j < s.head_dim && moved_from < 0; ++j)
+      if (!std::isfinite(to_d<D>(x[j]))) moved_from = j;
     auto bad = [&](std::int64_t j, bool input_finite) {
       if (!input_finite || std::isfinite(to_d<D>(y[j]))) return;
       std::ostringstream o;
       const double yv = to_d<D>(y[j]);
-      o << kNonFinite << "vector " << v << " element " << j << " is "
+      if (moved_from >= 0)
+        o << "a non-finite input reached another pair (pairing or layout bug?): element "
+          << moved_from << " holds " << hex(to_d<D>(x[moved_from])) << ", and ";
+      else
+        o << kNonFinite;
+      o << "vector " << v << " element " << j << " is "
         << (std::isnan(yv) ? "NaN"
             : yv > 0       ? "+inf"
                            : "-inf")
@@ -734,13 +752,17 @@ void matches_reference_within_bound(const Kernel& k, g::Context& c) {
       at.token = t;
       at.position = {pos[t]};
       at.head = h;
+      // A known cause the failure matches (other layout, narrower policy, pass-through).
+      const std::string hint = vc.ok() ? "" : verify::diagnose(pc, {pos[t]}, xv, got, vc, exact);
+      const std::string tail = hint.empty() ? "" : "\n  hint: " + hint;
       for (std::int64_t j : vc.passthrough_changed) {
         at.elem_a = j;
-        fail(at.text() + ": " + verify::explain_passthrough(j, got[j], xv[j], D) + " | " + call);
+        fail(at.text() + ": " + verify::explain_passthrough(j, got[j], xv[j], D) + " | " + call +
+             tail);
       }
       for (const verify::PairCheck& p : vc.pairs) {
         const PairText pt{at, pc, p, static_cast<double>(pos[t]), xv, got, exact, call};
-        if (!p.within()) fail(pt.out_of_bound());
+        if (!p.within()) fail(pt.out_of_bound() + tail);
         expect_faithful<D>(pt);
       }
     }
@@ -1186,9 +1208,20 @@ std::function<void()> body(Property p, const Kernel& k, g::Context& c) {
 // accepts for dtype D. Unscaled, base 1e4, scale 1: the shapes, not the parameters, decide what
 // applies. A few hundred supports() calls at most (each one IPC round trip for a plugin).
 template <Dtype D>
-g::DomainContext probe_domain(const Kernel& k) {
+g::DomainContext probe_domain(const Kernel& k, const std::optional<RopeSpec>& only_spec) {
   g::DomainContext c;
   c.declared = k.domain();
+  if (only_spec) {  // the kernel implements this one spec: it alone is the domain
+    const RopeSpec& f = *only_spec;
+    if (!k.supports(f, D)) return c;
+    if (is_multi_axis(f.layout))
+      c.multi_axis.push_back(f);
+    else if (f.rotary_dim < f.head_dim)
+      c.partial.push_back(f);
+    else
+      c.full.push_back(f);
+    return c;
+  }
   static const std::vector<std::int64_t> grid = {
       2,  3,  4,  5,  6,  7,  8,  9,   12,  15,  16,  17,  24,  31,  32,  33,  40,
       48, 63, 64, 65, 72, 80, 96, 112, 120, 127, 128, 160, 192, 255, 256, 320, 512};
@@ -1310,7 +1343,8 @@ Verdict check_dtype(Property p, const Kernel& k, const Options& o) {
   g::Context ctx;
   ctx.variants = {o.variants, o.focus_scaling, o.focus_layout};
   ctx.oracle = o.oracle_mpfr ? reference::OracleMode::mpfr : reference::OracleMode::fast;
-  ctx.domain = probe_domain<D>(k);
+  ctx.domain = probe_domain<D>(k, o.only_spec);
+  ctx.only_spec = o.only_spec;
   const g::DomainContext& c = ctx.domain;
   if (c.full.empty() && c.partial.empty() && c.multi_axis.empty()) {
     // Nothing of the probe grid is accepted: no case can be drawn. Not a property of the

@@ -622,6 +622,10 @@ json headline_row(const json& res, const std::vector<std::int64_t>& contexts) {
            {"at", json::array()},
            {"exceeds", json::array()}};
   if (!row["supported"].get<bool>()) return row;
+  std::int64_t gt = 0;  // pairs above the derived bound: a failed check, not a precision limit
+  for (const auto& b : res["buckets"])
+    if (b.contains("counts")) gt += b["counts"].value("gt_bound", std::int64_t{0});
+  row["bound_exceeded"] = gt > 0;
   const auto oct = octaves_of(res);
   const double u = res["unit_roundoff"].get<double>();
   for (auto l : contexts) row["at"].push_back(headline_cell(res, oct, l, u));
@@ -638,6 +642,11 @@ std::string u_text(const json& cell) {
 
 // What a reader should do about one kernel x dtype, given what limits it at the longest context.
 std::string advice(const json& row, const json& last) {
+  // Errors beyond the bound of the declared policy are not a precision limit to widen (a sign
+  // error is "rotation-limited" too): the advice must not contradict the failed check.
+  if (row.value("bound_exceeded", false))
+    return "exceeds the bound derived from its declared policy (a failed check): a bug, or a "
+           "policy narrower than declared, not a precision limit; see the checks and worst cases";
   const std::string by = last["limited_by"].get<std::string>();
   const double m = dbl_of(last["max_pair_u"]);
   if (by == "angle" && row["angle_precision"] == "f32")
@@ -814,6 +823,9 @@ void add_checks(json& doc) {
 }  // namespace detail
 
 int exit_code(const nlohmann::json& report) {
+  // `validate --out`: the validation's verdict decides too (its report's own checks describe the
+  // precision sweep only and may all hold for a kernel that fails validation).
+  if (report.contains("validation") && !report["validation"].at("passed").get<bool>()) return 1;
   for (const auto& c : report.at("checks"))
     if (!c.at("passed").get<bool>()) return 1;
   return 0;

@@ -349,7 +349,9 @@ const json* worst_over_buckets(const json& res, const char* metric) {
 Table worst_cases_table(const json& r) {
   Table t;
   t.title = "Worst cases (per kernel x dtype, over all buckets)";
-  t.note = "Reproduce with the `reproduce` command stored in report.json (ropecheck eval).";
+  t.note =
+      "Reproduce with the `reproduce` command stored in report.json (`ropecheck eval` for a "
+      "built-in kernel; for a plugin, the `ropecheck validate` line of its configuration).";
   t.head = {"kernel",  "dtype",      "metric",           "value", "spec", "position",
             "element", "input bits", "expected (exact)", "got"};
   for (const auto& res : r["results"])
@@ -447,12 +449,46 @@ std::string md_cell(const std::string& s) {
   return o;
 }
 
+// The exit status named is exit_code()'s, which also counts a failed validation block: a report
+// never says "exit 0" for a run that exits 1.
 std::string summary_line(const json& r) {
   int failed = 0;
   for (const auto& c : r["checks"]) failed += !c["passed"].get<bool>();
-  return failed == 0 ? "All " + std::to_string(r["checks"].size()) + " checks hold (exit 0)."
-                     : std::to_string(failed) + " of " + std::to_string(r["checks"].size()) +
-                           " checks FAILED (exit 1).";
+  const std::string exit = " (exit " + std::to_string(exit_code(r)) + ").";
+  const std::string of = r.contains("validation") ? " precision checks" : " checks";
+  std::string line = failed == 0 ? "All " + std::to_string(r["checks"].size()) + of + " hold"
+                                 : std::to_string(failed) + " of " +
+                                       std::to_string(r["checks"].size()) + of + " FAILED";
+  if (r.contains("validation") && !r["validation"]["passed"].get<bool>())
+    line += "; the validation FAILED";
+  return line + exit;
+}
+
+// `validate --out`: the validation's verdict, shown before anything about precision.
+struct ValidationLead {
+  std::string verdict;                // "Validation: FAIL (wrong_results)."
+  std::string first, reproduce;       // the first failure and its replay command
+  std::vector<std::string> failures;  // "[f32 half] Differential: FAIL"
+};
+ValidationLead validation_lead(const json& v) {
+  ValidationLead l;
+  const bool passed = v["passed"].get<bool>();
+  int n = 0, failed = 0;
+  for (const auto& c : v["cases"]) {
+    if (c["skipped"].get<bool>()) continue;
+    ++n;
+    if (c["passed"].get<bool>()) continue;
+    ++failed;
+    l.failures.push_back("[" + cell(c["configuration"]) + "] " + cell(c["check"]) + ": " +
+                         cell(c["result"]));
+  }
+  l.verdict = std::string("Validation of plugin '") + cell(v["plugin"]) +
+              "': " + (passed ? "PASS" : "FAIL") + " (classification " + cell(v["classification"]) +
+              "; " + std::to_string(failed) + " of " + std::to_string(n) + " checks failed; exit " +
+              std::to_string(v["exit_code"].get<int>()) + ").";
+  l.first = v.value("first_failure", std::string());
+  l.reproduce = v.value("reproduce", std::string());
+  return l;
 }
 
 std::string esc(const std::string& s) {
@@ -980,9 +1016,18 @@ std::string render_markdown(const json& r) {
   std::ostringstream o;
   const Lead l = lead(r);
   o << "# ropecheck precision report\n\n";
+  if (r.contains("validation")) {
+    const ValidationLead v = validation_lead(r["validation"]);
+    o << "**" << v.verdict << "**\n\n";
+    for (const auto& f : v.failures) o << "- " << md_cell(f) << "\n";
+    if (!v.failures.empty()) o << "\n";
+    if (!v.first.empty()) o << "First counterexample: " << md_cell(v.first) << "\n\n";
+    if (!v.reproduce.empty()) o << "Reproduce: `" << v.reproduce << "`\n\n";
+  }
   if (r.contains("domain")) o << "**Kernel domain.** " << domain_line(r) << "\n\n";
   if (r.contains("atlas")) md_atlas(o, r);
-  o << "**Verdict.** " << l.verdict << "\n\n";
+  o << "**Verdict" << (r.contains("validation") ? " on precision" : "") << ".** " << l.verdict
+    << "\n\n";
   if (!l.conclusions.empty()) {
     o << "What to conclude, per dtype:\n\n";
     for (const auto& c : l.conclusions) {
@@ -1005,9 +1050,22 @@ std::string render_html(const json& r) {
     << "<title>ropecheck precision report</title><style>" << kCss << "</style></head><body>\n";
   const Lead l = lead(r);
   o << "<h1>ropecheck precision report</h1>\n";
+  if (r.contains("validation")) {
+    const ValidationLead v = validation_lead(r["validation"]);
+    o << "<p class=\"verdict" << (r["validation"]["passed"].get<bool>() ? "" : " fail") << "\"><b>"
+      << esc(v.verdict) << "</b></p>\n";
+    if (!v.failures.empty()) {
+      o << "<ul>";
+      for (const auto& f : v.failures) o << "<li>" << esc(f) << "</li>";
+      o << "</ul>\n";
+    }
+    if (!v.first.empty()) o << "<p>First counterexample: " << esc(v.first) << "</p>\n";
+    if (!v.reproduce.empty()) o << "<p>Reproduce: <code>" << esc(v.reproduce) << "</code></p>\n";
+  }
   if (r.contains("domain")) o << "<p><b>Kernel domain.</b> " << esc(domain_line(r)) << "</p>\n";
   if (r.contains("atlas")) html_atlas(o, r);
-  o << "<p class=\"verdict\"><b>Verdict.</b> " << esc(l.verdict) << "</p>\n";
+  o << "<p class=\"verdict\"><b>Verdict" << (r.contains("validation") ? " on precision" : "")
+    << ".</b> " << esc(l.verdict) << "</p>\n";
   if (!l.conclusions.empty()) {
     o << "<ul>";
     for (const auto& c : l.conclusions) {
@@ -1041,15 +1099,56 @@ std::string render_html(const json& r) {
   return o.str();
 }
 
+namespace {
+// `validate --out`: one test case per configuration x check, in its own suite before the
+// report's; checks not run or not applicable are skipped test cases with their reason.
+void junit_validation(std::ostream& o, const json& v, int& tests, int& failures) {
+  int n = 0, failed = 0, skipped = 0;
+  for (const auto& c : v["cases"]) {
+    ++n;
+    skipped += c["skipped"].get<bool>();
+    failed += !c["passed"].get<bool>() && !c["skipped"].get<bool>();
+  }
+  tests += n;
+  failures += failed;
+  o << "  <testsuite name=\"validate\" tests=\"" << n << "\" failures=\"" << failed
+    << "\" errors=\"0\" skipped=\"" << skipped << "\">\n";
+  for (const auto& c : v["cases"]) {
+    std::string cfg = cell(c["configuration"]);
+    std::replace(cfg.begin(), cfg.end(), ' ', '_');
+    o << "    <testcase classname=\"" << esc("validate." + cell(v["plugin"]) + "_" + cfg)
+      << "\" name=\"" << esc(cell(c["check"])) << "\" time=\"0\">";
+    const std::string result = cell(c["result"]), detail = cell(c["message"]);
+    std::string msg = detail.empty()                 ? result
+                      : detail.rfind(result, 0) == 0 ? detail
+                                                     : result + ": " + detail;
+    if (c.contains("reproduce")) msg += "\nreplay: " + cell(c["reproduce"]);
+    if (c["skipped"].get<bool>())
+      o << "<skipped message=\"" << esc(msg) << "\"/>";
+    else if (!c["passed"].get<bool>())
+      o << "<failure message=\"" << esc(msg) << "\">" << esc(msg) << "</failure>";
+    else
+      o << "<system-out>" << esc(msg) << "</system-out>";
+    o << "</testcase>\n";
+  }
+  o << "  </testsuite>\n";
+}
+}  // namespace
+
 std::string render_junit(const json& r) {
   int failures = 0;
   for (const auto& c : r["checks"]) failures += !c["passed"].get<bool>();
+  const int report_failures = failures;
+  int tests = static_cast<int>(r["checks"].size());
+  std::ostringstream suites;
+  if (r.contains("validation")) junit_validation(suites, r["validation"], tests, failures);
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  o << "<testsuites name=\"ropecheck report\" tests=\"" << r["checks"].size() << "\" failures=\""
-    << failures << "\">\n";
-  o << "  <testsuite name=\"report\" tests=\"" << r["checks"].size() << "\" failures=\"" << failures
-    << "\" errors=\"0\" skipped=\"0\">\n";
+  o << "<testsuites name=\"ropecheck report\" tests=\"" << tests << "\" failures=\"" << failures
+    << "\">\n"
+    << suites.str();
+  o << "  <testsuite name=\"report\" tests=\"" << r["checks"].size() << "\" failures=\""
+    << report_failures << "\" errors=\"0\" skipped=\"0\">\n";
   for (const auto& c : r["checks"]) {
     const std::string cls =
         "report." + c["kernel"].get<std::string>() + "_" + c["dtype"].get<std::string>();

@@ -680,6 +680,55 @@ TEST(ReportRun, ReportValidatesAgainstTheShippedSchema) {
   EXPECT_THROW(render_markdown(r), std::exception);
 }
 
+// `validate --out`: a failed validation block makes every output say FAIL (and exit 1) even when
+// every precision check of the sweep holds; a passed one changes nothing of the exit status.
+TEST(ReportRun, ValidationBlockCarriesTheVerdictIntoEveryOutput) {
+  auto r = run(small_options(), builtin_kernels());
+  ASSERT_EQ(exit_code(r), 0);
+  const json failed_case = {{"configuration", "f32 half"},
+                            {"check", "Differential"},
+                            {"passed", false},
+                            {"skipped", false},
+                            {"result", "unwritten output"},
+                            {"message", "unwritten output: 12 element(s) left unwritten"},
+                            {"reproduce", "ropecheck validate --plugin p.so --dtypes f32"}};
+  const json skipped_case = {{"configuration", "f32 half"},
+                             {"check", "PreservesNorm"},
+                             {"passed", false},
+                             {"skipped", true},
+                             {"result", "not run"},
+                             {"message", "configuration faulted"}};
+  r["validation"] = {{"plugin", "p"},
+                     {"passed", false},
+                     {"classification", "unwritten_output"},
+                     {"exit_code", 1},
+                     {"first_failure", "[f32 half] Differential: unwritten output"},
+                     {"reproduce", "ropecheck validate --plugin p.so --dtypes f32"},
+                     {"cases", {failed_case, skipped_case}}};
+  std::ifstream in(ROPECHECK_REPORT_SCHEMA);
+  const json schema = json::parse(in);
+  for (const auto& e : validate_schema(schema, r)) ADD_FAILURE() << e;
+  EXPECT_EQ(exit_code(r), 1);
+  const std::string md = render_markdown(r), html = render_html(r), junit = render_junit(r);
+  EXPECT_EQ(md.find("# ropecheck precision report\n\n**Validation of plugin 'p': FAIL "
+                    "(classification unwritten_output; 1 of 1 checks failed; exit 1)"),
+            0u)
+      << md.substr(0, 300);
+  EXPECT_LT(md.find("First counterexample"), md.find("**Verdict on precision.**"));
+  EXPECT_EQ(md.find("exit 0"), std::string::npos);
+  EXPECT_EQ(html.find("exit 0"), std::string::npos);
+  EXPECT_TRUE(check_html(html).empty());
+  EXPECT_TRUE(check_xml(junit).empty());
+  EXPECT_NE(junit.find("<testsuite name=\"validate\" tests=\"2\" failures=\"1\" errors=\"0\" "
+                       "skipped=\"1\">"),
+            std::string::npos)
+      << junit;
+  EXPECT_NE(junit.find("<failure message=\"unwritten output: 12 element(s)"), std::string::npos);
+  r["validation"]["passed"] = true;
+  r["validation"]["exit_code"] = 0;
+  EXPECT_EQ(exit_code(r), 0);
+}
+
 TEST(ReportOptions, RejectsBadOptions) {
   auto o = small_options();
   o.samples = 0;

@@ -377,6 +377,13 @@ Inputs read_inputs(const CheckOptions& o) {
   try {
     return st ? read_safetensors_inputs(o.tensors, lim) : read_npy_inputs(o, lim);
   } catch (const tio::FormatError& e) {
+    // An .npy file given to --tensors: its magic says so; name the form that reads it.
+    std::ifstream f(o.tensors, std::ios::binary);
+    char magic[6] = {};
+    if (st && f.read(magic, 6) && std::string(magic, 6) == "\x93NUMPY")
+      throw UsageError("--tensors reads a safetensors file, and '" + o.tensors +
+                       "' is an .npy file: give --input x.npy --output y.npy --positions "
+                       "positions.npy --spec spec.json");
     throw UsageError(e.what());
   }
 }

@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -55,6 +57,7 @@ struct ValidateOptions {
   std::string out;
   std::uint64_t seed = 1;
   HfConfigArg hf;                       // validate on this model's spec (see run_validate)
+  std::string spec;  // --spec: the plugin implements exactly this spec (JSON text or file)
   std::string shard;                    // "i/n"; default GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS
   std::vector<std::string> properties;  // only these checks (names; "Differential" included)
   bool verbose = false;
@@ -116,6 +119,7 @@ struct ConfigResult {
   bool nonfinite_output = false;
   // The first fault of this configuration, if any (the named classification comes from it).
   std::optional<plugin::Fault> fault;
+  Policy policy{};  // the plugin's declared policy for this dtype (printed with each replay)
 };
 
 // The named classification of one configuration in validation.json: the fault kind when the
@@ -428,6 +432,7 @@ Cell differential_cell(const Differential& st, int supported) {
     c.kind = "coverage_failure";
   } else if (st.failures()) {
     c = {"FAIL", true, std::to_string(st.failures()) + " failure(s); first: " + st.first_fail};
+    if (!st.summary.hint.empty()) c.detail += "\n  hint: " + st.summary.hint;
     c.kind = st.nonfinite_output ? "non_finite_output" : "wrong_results";
   } else if (st.mismatches) {
     c = {"mismatch", true,
@@ -491,7 +496,8 @@ constexpr long kShrinkCalls = 4000;
 // One property on one configuration, as a cell of the table. Cases are drawn inside the
 // plugin's declared domain; the cell carries how many ran of the budget.
 Cell run_property(plugin::PluginKernel& pk, const Kernel& k, props::Property p, Dtype d, Layout l,
-                  const ValidateOptions& o, bool variants, const std::optional<RopeSpec>& hf_spec) {
+                  const ValidateOptions& o, bool variants, const std::optional<RopeSpec>& hf_spec,
+                  const std::optional<RopeSpec>& only_spec) {
   pk.reset();
   props::Options popt;
   popt.max_success = max_success_for(o.budget);
@@ -506,6 +512,7 @@ Cell run_property(plugin::PluginKernel& pk, const Kernel& k, props::Property p, 
     popt.focus_layout = l;
   if (hf_spec && hf_spec->scaling.kind != ScalingKind::none)
     popt.focus_scaling = hf_spec->scaling.kind;
+  popt.only_spec = only_spec;
   // LayoutsArePermutations relates the two layouts, so it sees the unrestricted plugin (and the
   // verdict is the same in both layout columns of a dtype).
   const bool both = p == props::Property::LayoutsArePermutations;
@@ -564,6 +571,7 @@ std::string replay_command(const ValidateOptions& o, const ConfigResult& r,
   if (o.worker_memory != 8192) c << " --worker-memory " << o.worker_memory;
   if (!o.hf.path.empty()) c << " --hf-config " << o.hf.path;
   if (o.hf.seq_len) c << " --seq-len " << o.hf.seq_len;
+  if (!o.spec.empty()) c << " --spec '" << o.spec << "'";
   return c.str();
 }
 
@@ -571,18 +579,26 @@ std::string replay_command(const ValidateOptions& o, const ConfigResult& r,
 // reasons for n/a grouped by property, then each failure with its counterexample and one replay
 // command. Returns whether anything failed.
 bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptions& o) {
-  const int w0 = 33, w = 30;  // w0: the longest property name (31) + 2
-  std::cout << "\n" << std::left << std::setw(w0) << "check (cases run)";
-  for (const auto& r : results)
-    std::cout << std::setw(w) << (std::string(name(r.dtype)) + " " + name(r.layout));
-  std::cout << "\n" << std::setw(w0) << "Differential (vectors, err, %)";
+  const int w0 = 33;  // the longest property name (31) + 2
+  // The differential cells first: the columns are as wide as their widest cell (+ 2), so a
+  // failure's figures ("FAIL 336 (3.36e+07u 2.65e+08%)") never push the columns apart.
+  std::vector<std::string> diff;
+  int w = 30;
   for (const auto& r : results) {
     std::string cell = r.differential.text;
     if (r.diff.vectors && (cell == "pass" || cell == "FAIL"))
       cell += " " + std::to_string(r.diff.vectors) + " (" + verify::fmt(r.diff.max_error_u, 3) +
               "u " + verify::fmt(100 * r.diff.max_utilization, 3) + "%)";
-    std::cout << std::setw(w) << cell << (cell.size() >= static_cast<std::size_t>(w) ? " " : "");
+    diff.push_back(cell);
+    w = std::max(w, static_cast<int>(cell.size()) + 2);
+    for (const auto& pc : r.properties)
+      w = std::max(w, static_cast<int>(pc.second.text.size()) + 2);
   }
+  std::cout << "\n" << std::left << std::setw(w0) << "check (cases run)";
+  for (const auto& r : results)
+    std::cout << std::setw(w) << (std::string(name(r.dtype)) + " " + name(r.layout));
+  std::cout << "\n" << std::setw(w0) << "Differential (vectors, err, %)";
+  for (const auto& cell : diff) std::cout << std::setw(w) << cell;
   std::cout << "\n";
   for (std::size_t i = 0; i < props::all_properties().size(); ++i) {
     std::cout << std::setw(w0) << props::name(props::all_properties()[i]);
@@ -616,7 +632,8 @@ bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptio
       std::cout << "\n[" << cfg << "] " << check << ": " << c.text;
       if (check != "Differential" && (c.kind == "wrong_results" || c.kind == "non_finite_output"))
         std::cout << " after " << c.cases << " passing case(s)";
-      std::cout << "\n  " << c.detail << "\n  replay: " << replay_command(o, r, check) << "\n";
+      std::cout << "\n  " << c.detail << "\n  replay: " << replay_command(o, r, check)
+                << "\n  (declared policy: " << describe(r.policy) << ")\n";
     };
     show("Differential", r.differential);
     for (const auto& [p, c] : r.properties) show(props::name(p), c);
@@ -657,6 +674,7 @@ struct Plan {
   std::vector<Dtype> dtypes;
   std::vector<Layout> layouts;
   std::optional<RopeSpec> hf_spec;  // --hf-config: the model's spec
+  std::optional<RopeSpec> only_spec;  // --spec: the one spec the plugin implements
   bool variants = false;            // the plugin declares scaling kinds or the newer layouts
   std::vector<RopeSpec> extra_specs;
 };
@@ -686,7 +704,7 @@ std::vector<Layout> parse_layouts(const ValidateOptions& o, const std::optional<
     }
   if (hf) {
     if (!layouts.empty() && layouts != std::vector<Layout>{hf->layout})
-      throw UsageError("--layouts contradicts --hf-config (the model's layout is " +
+      throw UsageError("--layouts contradicts --hf-config / --spec (the layout is " +
                        std::string(name(hf->layout)) + ")");
     return {hf->layout};
   }
@@ -694,12 +712,35 @@ std::vector<Layout> parse_layouts(const ValidateOptions& o, const std::optional<
   return layouts;
 }
 
+// --spec: JSON text ('{...}') or a file holding it, with the keys of `check --spec`.
+RopeSpec read_only_spec(const std::string& arg) {
+  std::string text = arg;
+  if (arg.empty() || arg.front() != '{') {
+    std::ifstream f(arg);
+    if (!f) throw UsageError("--spec: cannot read '" + arg + "' (give a file or JSON text)");
+    std::ostringstream t;
+    t << f.rdbuf();
+    text = t.str();
+  }
+  const auto keys = parse_spec_json(text, "--spec");
+  const auto hd = keys.find("head_dim");
+  long long d = 0;
+  if (hd == keys.end() || !parse_int64(hd->second, d))
+    throw UsageError("--spec: give head_dim (an integer)");
+  return resolve_check_spec(keys, d, 3);
+}
+
 // The options' part of the plan, parsed before the plugin is loaded.
 Plan parse_plan(const ValidateOptions& o) {
   Plan plan;
   plan.dtypes = parse_dtypes(o);
   plan.hf_spec = o.hf.read();
-  plan.layouts = parse_layouts(o, plan.hf_spec);
+  if (!o.spec.empty()) {
+    if (plan.hf_spec) throw UsageError("--spec and --hf-config exclude each other");
+    plan.only_spec = read_only_spec(o.spec);
+  }
+  // The one spec's layout is the one configuration layout, as --hf-config's.
+  plan.layouts = parse_layouts(o, plan.hf_spec ? plan.hf_spec : plan.only_spec);
   return plan;
 }
 
@@ -718,7 +759,12 @@ void plan_plugin(Plan& plan, const plugin::PluginKernel& pk, const ValidateOptio
   // ABI 2 carries every variant: a plugin that declares scaling kinds or the newer layouts gets
   // the property suite's variant generator and the directed variant specs.
   plan.variants = desc.scalings != 0 || (desc.layouts & ~0x3u) != 0;
-  if (plan.hf_spec) {
+  if (plan.only_spec) {
+    plan.extra_specs = {*plan.only_spec};
+    std::cout << "  one configuration (--spec): " << describe(*plan.only_spec)
+              << "\n  coverage: the properties draw positions, inputs, tokens and heads only; "
+                 "checks that relate other specs are not applicable\n";
+  } else if (plan.hf_spec) {
     plan.extra_specs = {*plan.hf_spec};
     std::cout << "  on the spec of " << o.hf.path << ": " << describe(*plan.hf_spec) << "\n";
   } else if (plan.variants) {
@@ -837,7 +883,7 @@ CheckResult run_check(plugin::PluginKernel& pk, const Config& cfg, int check,
     r.nonfinite_output = cr.nonfinite_output;
   } else {
     const props::Property p = props::all_properties()[static_cast<std::size_t>(check - 1)];
-    r.cell = run_property(pk, k, p, d, cfg.layout, o, plan.variants, plan.hf_spec);
+    r.cell = run_property(pk, k, p, d, cfg.layout, o, plan.variants, plan.hf_spec, plan.only_spec);
   }
   if (pk.poisoned()) {
     const auto& f = pk.faults().front();
@@ -945,22 +991,35 @@ std::vector<ConfigResult> run_configs(plugin::PluginKernel& pk, const std::vecto
   fj.runner_end = [&] { own.reset(); };
   run_forked_jobs(static_cast<int>(jobs.size()), o.threads, fj);
   std::vector<ConfigResult> results;
-  for (std::size_t c = 0; c < cfgs.size(); ++c)
+  for (std::size_t c = 0; c < cfgs.size(); ++c) {
     results.push_back(assemble(cfgs[c], known(c), o, calls));
+    results.back().policy = pk.policy(cfgs[c].dtype);
+  }
   return results;
 }
 
 // The classification line and the verdict line; returns the overall classification (the first
 // configuration's that is not "pass").
+std::string overall_classification(const std::vector<ConfigResult>& results) {
+  for (const auto& r : results)
+    if (classification(r) != "pass") return classification(r);
+  return "pass";
+}
+
+bool any_failed(const std::vector<ConfigResult>& results) {
+  for (const auto& r : results) {
+    if (r.differential.failed) return true;
+    for (const auto& pc : r.properties)
+      if (pc.second.failed) return true;
+  }
+  return false;
+}
+
 std::string print_verdict(const std::vector<ConfigResult>& results, bool any_fail,
                           std::uint64_t calls, double secs, const ValidateOptions& o) {
-  std::string overall = "pass";
   std::cout << "\nclassification:";
-  for (const auto& r : results) {
-    const std::string c = classification(r);
-    if (overall == "pass") overall = c;
-    std::cout << " " << name(r.dtype) << " " << name(r.layout) << " = " << c << ";";
-  }
+  for (const auto& r : results)
+    std::cout << " " << name(r.dtype) << " " << name(r.layout) << " = " << classification(r) << ";";
   int budget_cases = 0;
   for (const auto& r : results)
     for (const auto& pc : r.properties) budget_cases += pc.second.cases;
@@ -968,8 +1027,63 @@ std::string print_verdict(const std::vector<ConfigResult>& results, bool any_fai
             << (any_fail ? "FAIL" : "PASS") << ": " << results.size() << " configuration(s), "
             << budget_cases << " property cases, " << calls << " plugin calls, "
             << verify::fmt(secs, 3) << " s (budget " << o.budget << ", "
-            << max_success_for(o.budget) << " cases per property)\n";
-  return overall;
+            << max_success_for(o.budget) << " cases per property"
+            << (o.spec.empty() ? "" : "; one spec: positions, inputs, tokens and heads drawn")
+            << ")\n";
+  return overall_classification(results);
+}
+
+// The report's "validation" block (report.schema.json): the verdict, the first failure with its
+// replay, and one case per configuration x check for junit.xml, so that report.md/html and the
+// CI's test view say what the exit status says.
+nlohmann::json validation_block(const std::vector<ConfigResult>& results, const nlohmann::json& doc,
+                                const ValidateOptions& o) {
+  nlohmann::json v{{"plugin", doc["name"]},
+                   {"passed", doc["passed"]},
+                   {"classification", doc["classification"]},
+                   {"exit_code", doc["passed"].get<bool>() ? 0 : 1},
+                   {"budget", o.budget},
+                   {"cases", nlohmann::json::array()}};
+  for (const auto& r : results) {
+    const std::string cfg = std::string(name(r.dtype)) + " " + name(r.layout);
+    auto add = [&](const std::string& check, const Cell& c) {
+      const bool skipped = c.text == "not run" || c.kind == "not_applicable";
+      nlohmann::json jc{{"configuration", cfg}, {"check", check},   {"passed", !c.failed},
+                        {"skipped", skipped},   {"result", c.text}, {"message", c.detail}};
+      if (c.failed && c.text != "not run") {
+        jc["reproduce"] = replay_command(o, r, check);
+        if (!v.contains("first_failure")) {
+          v["first_failure"] = "[" + cfg + "] " + check + ": " + c.detail;
+          v["reproduce"] = jc["reproduce"];
+        }
+      }
+      v["cases"].push_back(jc);
+    };
+    add("Differential", r.differential);
+    for (const auto& [p, c] : r.properties) add(props::name(p), c);
+  }
+  return v;
+}
+
+// A plugin's worst cases cannot be rerun with `ropecheck eval` (it runs built-in kernels only):
+// their reproduce command becomes the validate line of their configuration.
+void plugin_reproduce_commands(nlohmann::json& report, const ValidateOptions& o) {
+  std::function<void(nlohmann::json&, const std::string&)> walk = [&](nlohmann::json& j,
+                                                                      const std::string& dtype) {
+    if (j.is_object()) {
+      if (j.contains("reproduce") && j.contains("spec") && j["spec"].contains("layout")) {
+        std::ostringstream c;
+        c << "ropecheck validate --plugin " << o.plugin << " --dtypes " << dtype << " --layouts "
+          << j["spec"]["layout"].get<std::string>() << " --budget " << o.budget << " --seed "
+          << o.seed;
+        j["reproduce"] = c.str();
+      }
+      for (auto& [k, v] : j.items()) walk(v, dtype);
+    } else if (j.is_array()) {
+      for (auto& v : j) walk(v, dtype);
+    }
+  };
+  for (auto& res : report["results"]) walk(res, res["dtype"].get<std::string>());
 }
 
 // --out: the report set of `ropecheck report` on the plugin, and validation.json.
@@ -993,6 +1107,8 @@ void write_outputs(plugin::PluginKernel& pk, const std::vector<ConfigResult>& re
     auto report = reports::run(ro, {&pk},
                                [](const std::string& m) { std::cerr << "[report] " << m << "\n"; });
     report["domain"] = {{"declared", describe_domain(pk.domain())}, {"outside", outside}};
+    report["validation"] = validation_block(results, doc, o);
+    if (o.worker_fds.empty()) plugin_reproduce_commands(report, o);
     reports::write_all(report, o.out);
     nlohmann::json full = doc;
     if (pk.poisoned()) {
@@ -1016,7 +1132,7 @@ int run_validate(ValidateOptions o) {
   if (!o.worker_fds.empty()) {
     // One serving process answers one call at a time and cannot be forked per runner.
     o.threads = 1;
-    if (o.plugin.empty()) o.plugin = "worker:" + o.worker_fds;
+    if (o.plugin.empty()) o.plugin = "rc.validate";  // not the pipe's fd numbers
   }
   Plan plan = parse_plan(o);
   const std::unique_ptr<plugin::PluginKernel> pk =
@@ -1034,7 +1150,12 @@ int run_validate(ValidateOptions o) {
   int config_index = 0;
   std::vector<Config> cfgs;
   for (Dtype d : plan.dtypes) {
-    if (!(desc.dtypes & ROPECHECK_DTYPE_BIT(static_cast<int>(d)))) continue;
+    if (!(desc.dtypes & ROPECHECK_DTYPE_BIT(static_cast<int>(d)))) {
+      if (!o.dtypes.empty())  // asked for by name: say so rather than drop it silently
+        std::cout << "  note: --dtypes " << name(d)
+                  << ": the plugin does not declare this dtype; not checked\n";
+      continue;
+    }
     for (Layout l : plan.layouts) {
       if (!(desc.layouts & ROPECHECK_LAYOUT_BIT(static_cast<int>(l)))) continue;
       if (config_index++ % shard.total != shard.index) continue;
@@ -1047,8 +1168,9 @@ int run_validate(ValidateOptions o) {
   const std::vector<ConfigResult> results = run_configs(*pk, cfgs, o, plan, calls);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  const bool any_fail = print_summary(results, o);
-  const std::string overall = print_verdict(results, any_fail, calls, secs, o);
+  // The files (and the report sweep's progress on stderr) first: the verdict is the last line.
+  const bool any_fail = any_failed(results);
+  const std::string overall = overall_classification(results);
   if (!o.out.empty() || !o.json.empty()) {
     nlohmann::json jconf = nlohmann::json::array();
     for (const auto& r : results) jconf.push_back(config_json(r, o));
@@ -1059,6 +1181,8 @@ int run_validate(ValidateOptions o) {
     if (!o.out.empty()) write_outputs(*pk, results, doc, o);
     if (!o.json.empty()) reports::atomic_write(o.json, doc.dump(2) + "\n");
   }
+  print_summary(results, o);
+  print_verdict(results, any_fail, calls, secs, o);
   std::cout.flush();
   return any_fail ? 1 : 0;  // as `report`: 1 = a check failed
 }
@@ -1092,6 +1216,10 @@ void add_validate(CLI::App& app, int& status) {
                   "seed of the differential inputs and the properties (default 1)");
   cmd->add_option("--out", o->out,
                   "write the report set (as `ropecheck report`) and validation.json here");
+  cmd->add_option("--spec", o->spec,
+                  "the plugin implements exactly this spec (JSON text or file, keys as `check "
+                  "--spec`): the differential check runs it, the properties draw only positions, "
+                  "inputs, tokens and heads");
   add_hf_config_options(cmd, o->hf,
                         "validate on this Hugging Face config.json's RoPE spec (differential on "
                         "the exact spec, properties focused on its scaling kind and layout)");

@@ -26,5 +26,7 @@ void bind_kernels(py::module_& m);
 
 // "f32" -> Dtype::f32; ValueError otherwise.
 Dtype dtype_arg(const std::string& s, const char* what);
+// The same from a str or a torch / NumPy dtype (torch.bfloat16, np.float32).
+Dtype dtype_arg(const py::object& o, const char* what);
 
 }  // namespace ropecheck::python

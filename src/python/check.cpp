@@ -129,6 +129,7 @@ py::dict result_dict(const scan::PairResult& r) {
   d["max_error_at"] = s.any ? py::object(location(s.max_error_at)) : py::none();
   d["max_utilization_at"] = s.any ? py::object(location(s.max_utilization_at)) : py::none();
   d["failures"] = findings;
+  d["hint"] = s.hint;
   return d;
 }
 

@@ -43,7 +43,8 @@ struct Mailbox {
   std::mutex m;
   std::condition_variable cv;
   const ropecheck_spec* spec = nullptr;  // the call waiting to be run (nullptr: none)
-  const ropecheck_tensor* tensor = nullptr;
+  const ropecheck_tensor* tensor = nullptr;  // nullptr: a supports() call for `dtype`
+  std::int32_t dtype = 0;
   int status = ROPECHECK_OK;
   bool answered = false;
   bool finished = false;  // plugin::serve returned or threw
@@ -54,6 +55,8 @@ struct Mailbox {
 // shape and dtype checks, exceptions turned into a message naming the call).
 struct PyKernel {
   py::object call;
+  py::object supports;    // supports(spec, dtype_name) -> bool, or None (the masks decide)
+  bool in_place = false;  // the callable may rotate x in place (it gets its own copy)
   std::string error;  // why the last call failed (FaultKind::kernel_error)
   std::string name;
   std::vector<std::int64_t> head_dims;
@@ -123,8 +126,9 @@ int run_call(PyKernel& k, const ropecheck_spec& s, const ropecheck_tensor& t,
     }
     scatter(t, D, y, t.out);
     // x is the kernel's input: an out-of-place kernel that wrote into it must be seen by the
-    // worker's input guard, so its bytes go back where they came from.
-    if (t.out != t.in) scatter(t, D, x, const_cast<void*>(t.in));
+    // worker's input guard, so its bytes go back where they came from. A callable declared in
+    // place (in_place=True) may rotate x itself: x is its own copy, the input stays untouched.
+    if (t.out != t.in && !k.in_place) scatter(t, D, x, const_cast<void*>(t.in));
     return ROPECHECK_OK;
   } catch (py::error_already_set& e) {
     if (!e.matches(PyExc_Exception)) {
@@ -140,16 +144,41 @@ int run_call(PyKernel& k, const ropecheck_spec& s, const ropecheck_tensor& t,
   }
 }
 
-// The descriptor's apply, on the serve thread: hands the call over and waits for its answer.
-int relay(const ropecheck_spec* s, const ropecheck_tensor* t, void* user) {
+// supports(spec, dtype) of the callable's declaration (GIL held, calling thread); an exception
+// other than a BaseException that stops the run counts as "not supported".
+int run_supports(PyKernel& k, const ropecheck_spec& s, std::int32_t dtype,
+                 std::optional<py::error_already_set>& raised) {
+  static const char* names[] = {"f64", "f32", "f16", "bf16"};
+  try {
+    return k.supports(plugin::spec_from_c(s), names[dtype]).cast<bool>() ? 1 : 0;
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_Exception)) raised.emplace(std::move(e));
+    return 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// The descriptor's apply (t) and supports (t == nullptr), on the serve thread: hands the call
+// over and waits for its answer.
+int relay_call(const ropecheck_spec* s, const ropecheck_tensor* t, std::int32_t dtype, void* user) {
   Mailbox& b = static_cast<PyKernel*>(user)->box;
   std::unique_lock<std::mutex> l(b.m);
   b.spec = s;
   b.tensor = t;
+  b.dtype = dtype;
   b.answered = false;
   b.cv.notify_all();
   b.cv.wait(l, [&b] { return b.answered; });
   return b.status;
+}
+
+int relay(const ropecheck_spec* s, const ropecheck_tensor* t, void* user) {
+  return relay_call(s, t, 0, user);
+}
+
+int relay_supports(const ropecheck_spec* s, std::int32_t dtype, void* user) {
+  return relay_call(s, nullptr, dtype, user);
 }
 
 // stop(): the run ends (GIL held). Its own exception is dropped: the one that stopped the run is
@@ -177,8 +206,9 @@ void run_calls(PyKernel& k, const py::object& stop, std::optional<py::error_alre
         py::gil_scoped_acquire gil;
         if (raised) {
           k.error = "interrupted";
+          status = t ? ROPECHECK_ERROR : 0;
         } else {
-          status = run_call(k, *s, *t, raised);
+          status = t ? run_call(k, *s, *t, raised) : run_supports(k, *s, b.dtype, raised);
           if (raised) call_stop(stop);
         }
       }
@@ -237,6 +267,7 @@ ropecheck_plugin descriptor(const py::dict& desc, PyKernel& k) {
     p.policies[static_cast<int>(dtype_arg(kv.first.cast<std::string>(), "dtype"))] =
         c_policy(kv.second.cast<Policy>());
   p.apply = &relay;
+  if (!k.supports.is_none()) p.supports = &relay_supports;
   p.user = &k;
   p.scalings = desc["scalings"].cast<std::uint32_t>();
   p.flags = desc["flags"].cast<std::uint32_t>();
@@ -252,6 +283,8 @@ void serve(int rfd, int wfd, py::object call, const py::dict& desc, py::object s
   k.call = std::move(call);
   k.name = desc["name"].cast<std::string>();
   k.head_dims = desc["head_dims"].cast<std::vector<std::int64_t>>();
+  k.supports = desc.contains("supports") ? py::object(desc["supports"]) : py::object(py::none());
+  k.in_place = desc.contains("in_place") && desc["in_place"].cast<bool>();
   const ropecheck_plugin p = descriptor(desc, k);
   std::optional<py::error_already_set> raised;
   std::string broken;  // plugin::serve's error (the pipe broke)

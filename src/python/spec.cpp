@@ -143,7 +143,11 @@ RopeSpec make_spec(std::int64_t head_dim, std::int64_t rotary_dim, double base,
   s.head_dim = head_dim;
   s.rotary_dim = rotary_dim;
   s.base = base;
-  s.layout = parse_or_throw(parse_layout(layout), "layout", layout);
+  const auto l = parse_layout(layout);
+  if (!l)  // "neox" and "gptj" are half and interleaved: the message lists the names
+    throw py::value_error("layout: unknown value '" + layout + "' (one of " + layout_choices() +
+                          "; NeoX / rotate_half is 'half', GPT-J / Meta complex is 'interleaved')");
+  s.layout = *l;
   s.scale = scale;
   s.sections = sections;
   s.scaling = scaling_arg(scaling, params);
@@ -169,9 +173,8 @@ RopeSpec spec_from_hf(const py::object& config, std::int64_t seq_len) {
   }
 }
 
-Policy make_policy(const std::string& angle, const std::string& table,
-                   const std::string& arithmetic, const std::string& recipe, bool fused,
-                   double trig_error) {
+Policy make_policy(const py::object& angle, const py::object& table, const py::object& arithmetic,
+                   const std::string& recipe, bool fused, double trig_error) {
   if (!(trig_error >= 0)) throw py::value_error("Policy: trig_error must be >= 0");
   Policy p{dtype_arg(angle, "angle"),
            dtype_arg(table, "table"),
@@ -203,6 +206,19 @@ Dtype dtype_arg(const std::string& s, const char* what) {
   return *d;
 }
 
+Dtype dtype_arg(const py::object& o, const char* what) {
+  if (py::isinstance<py::str>(o)) return dtype_arg(o.cast<std::string>(), what);
+  // torch.bfloat16 / numpy.float32 (the type or a dtype): by their names.
+  std::string n = py::str(py::hasattr(o, "__name__") ? o.attr("__name__") : o);
+  if (n.rfind("torch.", 0) == 0) n = n.substr(6);
+  static const std::pair<const char*, const char*> names[] = {
+      {"float64", "f64"}, {"double", "f64"}, {"float32", "f32"},  {"float", "f32"},
+      {"float16", "f16"}, {"half", "f16"},   {"bfloat16", "bf16"}};
+  for (const auto& [long_name, short_name] : names)
+    if (n == long_name) return dtype_arg(std::string(short_name), what);
+  return dtype_arg(n, what);
+}
+
 void bind_spec(py::module_& m) {
   py::class_<RopeSpec> c(m, "Spec",
                          "A RoPE configuration (the C++ RopeSpec): head_dim, rotary_dim, base, "
@@ -226,6 +242,12 @@ void bind_spec(py::module_& m) {
       .def("__hash__", [](const RopeSpec& s) { return py::hash(py::str(spec_repr(s))); });
   bind_spec_scaling(c);
 
+  m.def(
+      "_dtype_name",
+      [](const py::object& o, const std::string& what) {
+        return std::string(name(dtype_arg(o, what.c_str())));
+      },
+      py::arg("dtype"), py::arg("what") = "dtype");
   py::class_<Policy>(m, "Policy",
                      "A kernel's declared precision policy: what the error bounds derive from.")
       .def(py::init(&make_policy), py::arg("angle") = "f32", py::arg("table") = "f32",

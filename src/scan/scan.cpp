@@ -44,6 +44,7 @@ Geometry geometry(const std::vector<std::int64_t>& s, const std::string& name,
 std::vector<std::string> PairResult::located() const {
   std::vector<std::string> l;
   for (const auto& f : summary.findings) l.push_back("FAIL " + name + " " + f.message());
+  if (!summary.hint.empty()) l.push_back("hint (" + name + "): " + summary.hint);
   return l;
 }
 

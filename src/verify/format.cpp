@@ -51,7 +51,14 @@ std::string explain_pair(const PairCheck& p, double x_a, double x_b, double got_
   const auto xs = fmt_apart(x_a, x_b, 9);
   // The verdict takes any non-finite output's error as infinite; a NaN output is said as such.
   const double err = p.got_nan ? std::numeric_limits<double>::quiet_NaN() : p.error_abs;
-  return exceeded(err, p.bound_abs, p.scaled_norm * u, p.got_nan, p.got_inf) + "; got (" +
+  // The same figures relative (error / s||x_pair||) and the pair's scale, so that every message
+  // reads alike in u, relative and scale.
+  const std::string rel = p.scaled_norm > 0 && std::isfinite(err)
+                              ? " (relative " + fmt(p.error_abs / p.scaled_norm, 3) + " > " +
+                                    fmt(p.bound_abs / p.scaled_norm, 3) +
+                                    "; pair scale s||x|| = " + fmt(p.scaled_norm, 4) + ")"
+                              : "";
+  return exceeded(err, p.bound_abs, p.scaled_norm * u, p.got_nan, p.got_inf) + rel + "; got (" +
          ga.first + ", " + gb.first + "), expected (" + ga.second + ", " + gb.second +
          ") from x = (" + xs.first + ", " + xs.second + ")";
 }

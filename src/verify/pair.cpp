@@ -99,6 +99,31 @@ bool VectorCheck::ok() const {
 }
 
 namespace {
+// Zero input pairs. The exact output of x_a = x_b = 0 is 0, so the pair has no relative error;
+// the verdict is absolute: within() compares ||got|| with bound_abs = (1 + kSlack) *
+// underflow_abs (bounds.cpp, section 6 with s||x_pair|| = 0: every relative term vanishes). For an
+// IEEE kernel it holds with room to spare: +-0 * c and +-0 +- +-0 are +-0, so a correct kernel
+// writes +-0 exactly, and any other finite value is a value moved in from elsewhere (a pairing or
+// stride bug) or made up. The figure error_u is then taken relative to the head vector's scaled
+// norm s||x|| -- the scale of the values a bug could move into the pair -- or, for an all-zero
+// vector, to the dtype's smallest normal 2^emin; either way finite for a finite output (never the
+// inf of a division by 0), and the bound in the same unit.
+void fix_zero_norm_pairs(VectorCheck& v, const PairChecker& c, const double* x) {
+  double n2 = 0;
+  bool any_zero = false;
+  for (const auto& p : v.pairs) any_zero = any_zero || p.scaled_norm == 0;
+  if (!any_zero) return;
+  for (std::int64_t j = 0; j < c.spec().head_dim; ++j)
+    if (std::isfinite(x[j])) n2 += x[j] * x[j];
+  double unit = c.magnitude() * std::sqrt(n2) * c.u();
+  if (!(unit > 0)) unit = std::ldexp(1.0, traits(c.dtype()).emin) * c.u();
+  for (auto& p : v.pairs) {
+    if (p.scaled_norm != 0 || !p.finite) continue;
+    p.error_u = p.error_abs / unit;
+    p.bound_u = p.bound_abs / unit;
+  }
+}
+
 void check_passthrough(VectorCheck& v, const PairChecker& c, const double* x, const double* got) {
   const RopeSpec& spec = c.spec();
   if (spec.layout != Layout::proportional && spec.rotary_dim == spec.head_dim) return;
@@ -131,6 +156,7 @@ void check_vector_with(VectorCheck& v, const PairChecker& c,
     const std::size_t ax = positions.size() == 1 ? 0 : static_cast<std::size_t>(spec.pair_axis(i));
     v.pairs.push_back(check_one(c, i, static_cast<double>(positions[ax]), x, got, exact));
   }
+  fix_zero_norm_pairs(v, c, x);
 }
 }  // namespace
 
@@ -153,6 +179,7 @@ void check_vector(VectorCheck& v, const PairChecker& c,
     v.pairs.push_back(c.check(bounds_at_position[static_cast<std::size_t>(i)], i, x[a], x[b],
                               got[a], got[b], exact));
   }
+  fix_zero_norm_pairs(v, c, x);
 }
 
 VectorCheck check_vector(const PairChecker& c, const std::vector<std::int64_t>& positions,

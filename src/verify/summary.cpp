@@ -21,6 +21,7 @@ void Summary::add_finding(Finding f) {
 }
 
 void Summary::append(const Summary& l) {
+  if (failures == 0) hint = l.hint;  // the first failing vector's, as one pass gives
   vectors += l.vectors;
   pairs += l.pairs;
   failures += l.failures;

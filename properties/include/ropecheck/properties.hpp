@@ -60,6 +60,11 @@ struct Options {
   // (the zoo focuses each scaling mutant on its variant).
   std::optional<ScalingKind> focus_scaling;
   std::optional<Layout> focus_layout;
+  // The kernel implements exactly this one (normalized) spec, as model code does (a fixed base,
+  // head_dim, rotary_dim, layout and scaling): every case uses it and draws only positions,
+  // inputs, tokens and heads; the probe grid is this spec alone, so properties that relate specs
+  // it cannot take (other layouts, partial rotary) are not applicable.
+  std::optional<RopeSpec> only_spec;
 };
 
 // The outcome of one property on one kernel x dtype.

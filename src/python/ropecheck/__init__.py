@@ -28,8 +28,8 @@ from . import _ropecheck
 from ._ropecheck import Policy, Spec
 
 __all__ = ["Spec", "Policy", "reference", "check", "assert_rope", "validate", "CheckResult",
-           "Failure", "ValidationResult", "executable", "apply_kernel", "kernel_names",
-           "kernel_policy"]
+           "Failure", "ValidationResult", "executable", "save_dump", "apply_kernel",
+           "kernel_names", "kernel_policy"]
 
 _DTYPES = ("f64", "f32", "f16", "bf16")
 _LAYOUTS = ("interleaved", "half", "proportional", "mrope", "imrope", "axial")
@@ -191,6 +191,9 @@ class CheckResult:
         self.skipped_nonfinite = d["skipped_nonfinite"]
         self.max_error_at = (d["max_error_at"] or {}).get("text")
         self.max_utilization_at = (d["max_utilization_at"] or {}).get("text")
+        # A known cause the first failure's pattern matches (other layout, a narrower policy,
+        # pass-through dims at partial rotary), or "".
+        self.hint = d.get("hint", "")
         self.spec, self.policy, self.dtype = spec, policy, dtype
 
     def __bool__(self):
@@ -205,6 +208,8 @@ class CheckResult:
         lines += [f.message for f in self.failures]
         if self.n_failures > len(self.failures):
             lines.append(f"... {self.n_failures - len(self.failures)} more failure(s)")
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
         if self.skipped_nonfinite:
             lines.append(f"note: {self.skipped_nonfinite} vector(s) with non-finite input not "
                          "checked")
@@ -227,6 +232,10 @@ def check(x, y, positions, spec, policy=None, threads=None, max_failures=10,
     if dx != dy or xr.shape != yr.shape:
         raise ValueError(f"check: x is {dx} {list(xr.shape)}, y is {dy} {list(yr.shape)}: they "
                          "must have the same dtype and shape")
+    if tensor_layout is None and xr.ndim == 4 and xr.shape[1] == xr.shape[2]:
+        raise ValueError(f"check: x is {list(xr.shape)}: with as many heads as tokens it could be "
+                         "[batch, heads, tokens, head_dim] or [batch, tokens, heads, head_dim]; "
+                         "give tensor_layout='bhtd' or 'bthd'")
     tl = tensor_layout or {2: "td", 3: "thd", 4: "bhtd"}.get(xr.ndim)
     if tl is None:
         raise ValueError(f"check: x has rank {xr.ndim}; give tensor_layout (td/thd/bhtd/bthd)")
@@ -246,6 +255,68 @@ def assert_rope(x, y, positions, spec, policy=None, **kw):
     return r
 
 
+# ---- dumps ---------------------------------------------------------------------------------
+
+_ST_DTYPES = {"f64": "F64", "f32": "F32", "f16": "F16", "bf16": "BF16"}
+
+
+def _metadata(spec, policy, tensor_layout):
+    """The dump's __metadata__ (string values): the spec keys, the policy and tensor_layout, as
+    `ropecheck check` reads them."""
+    md = {}
+    for k, v in _spec_keys(spec).items():
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        elif isinstance(v, (list, tuple)):
+            v = ",".join(repr(e) for e in v)
+        md[k] = v if isinstance(v, str) else repr(v)
+    if policy is not None:
+        md.update({"angle_precision": policy.angle, "table_precision": policy.table,
+                   "arithmetic_precision": policy.arithmetic, "angle_recipe": policy.recipe,
+                   "fused": "true" if policy.fused else "false",
+                   "trig_error": repr(policy.trig_error)})
+    if tensor_layout is not None:
+        md["tensor_layout"] = tensor_layout
+    return md
+
+
+def save_dump(path, *, positions, spec, policy=None, tensor_layout=None, **tensors):
+    """Writes a safetensors dump for `ropecheck check --tensors PATH` without the `safetensors`
+    package: the tensors given by name (x and y, or q/q_out and k/k_out; torch or NumPy, f64 /
+    f32 / f16, bf16 from torch), positions (int64/int32) and the __metadata__ `check` reads (the
+    spec's keys, the declared policy when given, tensor_layout when given). The file is written
+    to a temporary name and renamed, so PATH is never half-written."""
+    if not tensors:
+        raise ValueError("save_dump: give the tensors by name, e.g. x=..., y=...")
+    entries = []
+    for name, t in list(tensors.items()) + [("positions", positions)]:
+        if name == "positions":
+            raw, st = _positions_np(t), "I64"
+        else:
+            raw, d = _raw(t, name)
+            st = _ST_DTYPES[d]
+        entries.append((name, st, list(raw.shape), raw.tobytes()))
+    header, offset = {}, 0
+    for name, st, shape, data in entries:
+        header[name] = {"dtype": st, "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+    header["__metadata__"] = _metadata(spec, policy, tensor_layout)
+    hj = json.dumps(header, separators=(",", ":")).encode()
+    hj += b" " * (-len(hj) % 8)  # the data starts 8-byte aligned
+    tmp = f"{os.fspath(path)}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(len(hj).to_bytes(8, "little"))
+            f.write(hj)
+            for e in entries:
+                f.write(e[3])
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
 # ---- validate ------------------------------------------------------------------------------
 
 def _torch_view(raw, dtype):
@@ -262,21 +333,58 @@ def _describe_call(x, positions, spec):
     return (f"fn(x={x.dtype} {list(x.shape)}, positions=[{shown}], spec={spec!r})")
 
 
-def _kernel_call(fn, in_place):
+def _takes_spec(fn):
+    """Whether fn is called fn(x, positions, spec) (else fn(x, positions): model code of one
+    configuration). An nn.Module is read through its forward."""
+    target = getattr(fn, "forward", fn)
+    try:
+        params = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    n = 0
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
+            n += 1
+    return n >= 3
+
+
+def _to_layout(x, pos, tensor_layout):
+    """x [tokens, heads, head_dim] and its positions as fn takes them: thd unchanged; bhtd
+    [1, heads, tokens, head_dim] and bthd [1, tokens, heads, head_dim] with positions [1, tokens]
+    (HF's position_ids; multi-axis: [n_axes, 1, tokens])."""
+    if tensor_layout == "thd":
+        return x, pos
+    p = pos[None, :] if pos.dim() == 1 else pos.t()[:, None, :]
+    return (x.permute(1, 0, 2)[None] if tensor_layout == "bhtd" else x[None]), p
+
+
+def _from_layout(y, tensor_layout):
+    if tensor_layout == "thd" or y.dim() != 4:
+        return y
+    return y[0].permute(1, 0, 2) if tensor_layout == "bhtd" else y[0]
+
+
+def _kernel_call(fn, in_place, tensor_layout="thd"):
     """The callable serve.cpp invokes per kernel call: (y raw bits, None) or (None, why)."""
     torch = _torch()
+    with_spec = _takes_spec(fn)
 
     def call(x_raw, dtype, positions, spec):
         x = _torch_view(x_raw, dtype)
         pos = torch.from_numpy(positions)
+        xa, pa = _to_layout(x, pos, tensor_layout)
         try:
-            y = fn(x, pos, spec)
+            y = fn(xa, pa, spec) if with_spec else fn(xa, pa)
         except Exception as e:  # the kernel's own exception: a failure of this call
             tb = traceback.extract_tb(e.__traceback__)[-1]
             return None, (f"{_describe_call(x, pos, spec)} raised {type(e).__name__}: {e} "
                           f"({os.path.basename(tb.filename)}:{tb.lineno} in {tb.name})")
         if y is None and in_place:
-            y = x
+            y = xa
+        if isinstance(y, torch.Tensor):
+            y = _from_layout(y, tensor_layout)
         if not isinstance(y, torch.Tensor):
             return None, (f"{_describe_call(x, pos, spec)} returned {type(y).__name__}, "
                           "expected a torch.Tensor")
@@ -364,9 +472,20 @@ def _literal(v):
 def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy=None,
              budget="quick", seed=1, in_place=False, magnitude_scale=False, scalings=(),
              min_position=0, max_position=0, layouts_bitwise_symmetric=False,
-             batch_invariant=False, properties=None, timeout=10.0, name=None):
+             batch_invariant=False, properties=None, timeout=10.0, name=None, spec=None,
+             hf_config=None, supports=None, tensor_layout="thd"):
     """Every property of the C++ suite, with `ropecheck validate`'s definitions, bounds and
     coverage rules, on the Python kernel fn(x, positions, spec) -> y.
+
+    Model code as it is: spec=Spec(...) or hf_config="config.json" (a path or the parsed dict)
+    says fn implements exactly that one configuration (a fixed base, head_dim, rotary_dim, layout
+    and scaling): fn may then take (x, positions) only, the layout, head dim, scaling and scale
+    flag follow from the spec, and the properties draw positions, inputs, tokens and heads only
+    (the coverage line says so). supports=callable(spec, dtype_name) -> bool narrows the domain
+    further (the C ABI's supports()). tensor_layout: "thd" (default, [tokens, heads, head_dim]),
+    "bhtd" (HF's [1, heads, tokens, head_dim], positions [1, tokens] as position_ids) or "bthd"
+    ([1, tokens, heads, head_dim]); fn returns its result in the same layout. dtypes and the keys
+    of a policy dict may be torch dtypes (torch.bfloat16) as well as names ("bf16").
 
     x: CPU torch tensor [tokens, heads, head_dim] of the dtype under test; positions: int64
     [tokens] for the 1-D layouts, [tokens, spec.n_axes] for the multi-axis ones (mrope, imrope,
@@ -385,26 +504,42 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
     the run: the `ropecheck` process is killed and reaped, its files removed, and the exception
     propagates."""
     call = {k: v for k, v in locals().items() if k != "fn"}
-    policy = policy if policy is not None else Policy()
-    policies = policy if isinstance(policy, dict) else {d: policy for d in dtypes}
+    dtypes = [_ropecheck._dtype_name(d, "dtypes") for d in dtypes]
+    if tensor_layout not in ("thd", "bhtd", "bthd"):
+        raise ValueError(f"tensor_layout: '{tensor_layout}' is not thd, bhtd or bthd")
+    if hf_config is not None:
+        if spec is not None:
+            raise ValueError("validate: give spec= or hf_config=, not both")
+        spec = Spec.from_hf_config(hf_config)
+    if spec is not None:
+        layouts, head_dims = [spec.layout], [spec.head_dim]
+        scalings = [] if spec.scaling == "none" else [spec.scaling]
+        magnitude_scale = magnitude_scale or spec.scale != 1
+        supports = _only(spec, supports)
+    policies = _policies(policy, dtypes)
     flags = ((0 if in_place else _ropecheck.FLAG_NO_IN_PLACE) |
              (_ropecheck.FLAG_MAGNITUDE_SCALE if magnitude_scale else 0) |
              (_ropecheck.FLAG_LAYOUTS_BITWISE_SYMMETRIC if layouts_bitwise_symmetric else 0) |
              (0 if batch_invariant else _ropecheck.FLAG_BATCH_VARIANT))
-    desc = {"name": name or getattr(fn, "__name__", "fn"),
+    desc = {"name": name or getattr(fn, "__name__", type(fn).__name__),
             "dtypes": _mask(dtypes, _DTYPES, "dtypes"),
             "layouts": _mask(layouts, _LAYOUTS, "layouts"),
             "scalings": _mask(scalings, _SCALINGS, "scalings"),
             "head_dims": list(head_dims or []), "policies": policies, "flags": flags,
-            "min_position": int(min_position), "max_position": int(max_position)}
+            "min_position": int(min_position), "max_position": int(max_position),
+            "in_place": bool(in_place)}
+    if supports is not None:
+        desc["supports"] = supports
     args = [executable(), "validate", "--dtypes", ",".join(dtypes), "--layouts",
             ",".join(layouts), "--budget", budget, "--seed", str(seed), "--timeout", str(timeout)]
     if properties:
         args += ["--properties", ",".join(properties)]
+    if spec is not None:
+        args += ["--spec", json.dumps(_spec_keys(spec))]
     with tempfile.TemporaryDirectory(prefix="ropecheck-") as tmp:
         jpath = os.path.join(tmp, "validation.json")
-        code, text, stderr, serve_error = _run_served(args + ["--json", jpath], tmp,
-                                                      _kernel_call(fn, in_place), desc)
+        code, text, stderr, serve_error = _run_served(
+            args + ["--json", jpath], tmp, _kernel_call(fn, in_place, tensor_layout), desc)
         data = None
         if os.path.exists(jpath):
             with open(jpath) as f:
@@ -415,6 +550,52 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
         code = 1
         text += f"\nworker: {serve_error}\n"
     return ValidationResult(code, text, data, stderr, _replay(data, call))
+
+
+def _only(spec, supports):
+    """supports() of a function of one configuration: that spec (and the user's filter)."""
+    def only(s, dtype):
+        return s == spec and (supports is None or bool(supports(s, dtype)))
+    return only
+
+
+def _policies(policy, dtypes):
+    """{dtype name: Policy} for every requested dtype. A dict must name each of them: a dtype it
+    lacks would otherwise be judged by a policy nobody declared (a false FAIL or PASS)."""
+    if policy is None:
+        return {d: Policy() for d in dtypes}
+    if not isinstance(policy, dict):
+        return {d: policy for d in dtypes}
+    named = {_ropecheck._dtype_name(k, "policy key"): p for k, p in policy.items()}
+    missing = [d for d in dtypes if d not in named]
+    if missing:
+        raise ValueError(f"policy: no Policy for {', '.join(missing)} (the dict names "
+                         f"{', '.join(named) or 'none'}); give one per requested dtype, e.g. "
+                         "{'bf16': Policy(table='bf16', arithmetic='bf16')}")
+    return {d: named[d] for d in dtypes}
+
+
+def _spec_keys(spec):
+    """The spec as the keys of `ropecheck check --spec` / a dump's __metadata__ (strings and
+    numbers, exact: Python floats print as their shortest round-trip form)."""
+    keys = {"head_dim": spec.head_dim, "rotary_dim": spec.rotary_dim, "base": spec.base,
+            "layout": spec.layout, "scale": spec.scale}
+    if spec.sections:
+        keys["sections"] = list(spec.sections)
+    if spec.scaling != "none":
+        keys["scaling"] = spec.scaling
+        for k in _SCALING_KEYS:
+            v = getattr(spec, k, None)
+            if v is None or (isinstance(v, (list, tuple)) and not v):
+                continue
+            keys[k] = list(v) if isinstance(v, (list, tuple)) else v
+    return keys
+
+
+_SCALING_KEYS = ("factor", "original_max_position_embeddings", "max_position_embeddings",
+                 "seq_len", "beta_fast", "beta_slow", "truncate", "mscale", "mscale_all_dim",
+                 "attention_factor", "low_freq_factor", "high_freq_factor", "short_factor",
+                 "long_factor", "freq_factors")
 
 
 def _run_served(args, tmp, call, desc):

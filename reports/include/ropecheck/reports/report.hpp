@@ -45,7 +45,8 @@ namespace ropecheck::reports {
 // 2: buckets carry mergeable state ("merge"), octaves their exact sum, shard metadata.
 // 3: the policy's trig_error; simd_path avx512bf16.
 // 4: the policy's recipe may be ladder_f32 (ggml / llama.cpp).
-// 5: the engine atlas block ("atlas"; its checks come first in "checks").
+// 5: the engine atlas block ("atlas"; its checks come first in "checks"), a plugin's "domain",
+//    and validate --out's "validation" verdict.
 inline constexpr int kSchemaVersion = 5;
 
 // Bad options: the CLI maps this to exit status 2.
@@ -150,8 +151,8 @@ nlohmann::json merge(const std::vector<nlohmann::json>& shards);
 int apply_baseline(nlohmann::json& now, const nlohmann::json& baseline, double factor);
 inline constexpr double kDefaultBaselineFactor = 2.0;
 
-// 0: every check holds; 1: a derived bound was exceeded, a special-value policy was violated, or a
-// baseline regressed.
+// 0: every check holds; 1: a derived bound was exceeded, a special-value policy was violated, a
+// baseline regressed, or the report carries a failed "validation" block (`validate --out`).
 int exit_code(const nlohmann::json& report);
 
 std::string render_markdown(const nlohmann::json& report);

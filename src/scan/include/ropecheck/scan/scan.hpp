@@ -58,7 +58,8 @@ struct PairResult {
   std::string name;  // "x -> y"
   std::int64_t vectors = 0, skipped_nonfinite = 0;
   verify::Summary summary;  // of the checked vectors (finite input)
-  // "FAIL x -> y token 3 (position 4096), head 1, pair 5 (elements 5, 37): ..."
+  // "FAIL x -> y token 3 (position 4096), head 1, pair 5 (elements 5, 37): ...", then
+  // "hint (x -> y): ..." when the first failure matches a known cause (verify::diagnose).
   std::vector<std::string> located() const;
 };
 

@@ -51,7 +51,10 @@ struct PairCheck {
   std::int64_t elem_a = -1, elem_b = -1;  // the head-vector indices of the pair (layout's pairing)
   double error_abs = 0;                   // ||got - exact|| (inf when got is not finite)
   double scaled_norm = 0;                 // s * ||x_pair||
-  double error_u = 0;                     // error_abs / scaled_norm / u; 0/0 -> 0, e/0 -> inf
+  // error_abs / scaled_norm / u. A zero input pair has no relative error: check_vector gives it
+  // relative to the head vector's norm instead (pair.cpp, zero_norm_unit), finite for finite
+  // outputs; a lone pair check (no vector) says 0/0 -> 0, e/0 -> inf.
+  double error_u = 0;
   double bound_abs = 0;                   // bounds::PairBound::abs(scaled_norm)
   double bound_u = 0;                     // bounds::PairBound::total_u(scaled_norm)
   double utilization = 0;                 // error_abs / bound_abs; 0/0 -> 0, e/0 -> inf
@@ -163,6 +166,8 @@ struct Summary {
   bool any = false;               // a pair was recorded (else the maxima and locations are empty)
   std::vector<Finding> findings;  // the first `keep` failures
   std::size_t keep = 10;
+  // A known cause the first failing vector's pattern matches (diagnose()), or empty.
+  std::string hint;
 
   void add_pair(const PairCheck& p, const Location& at);
   void add_finding(Finding f);
@@ -186,6 +191,19 @@ void add_vector(Summary& s, const PairChecker& c, const VectorCheck& v, const Lo
                 const double* x, const double* got, const reference::MpVector& exact);
 void add_vector(Summary& s, const PairChecker& c, const VectorCheck& v, const Location& at,
                 const double* x, const double* got, const reference::ExactVector& exact);
+
+// A known cause that a failing vector's output matches, as one sentence (empty: none matched):
+// the other basic layout's rotation (a pairing bug), the bound of an f16 / bf16 table and
+// arithmetic (an undeclared narrower policy), or changed pass-through dims with every pair right
+// at rotary_dim < head_dim (a kernel written for full rotary). Each is a re-check of the output
+// under that hypothesis (diagnose.cpp); add_vector sets Summary::hint from the first failing
+// vector (positions: its Location's, one per axis).
+std::string diagnose(const PairChecker& c, const std::vector<std::int64_t>& positions,
+                     const double* x, const double* got, const VectorCheck& v,
+                     const reference::ExactVector& exact);
+std::string diagnose(const PairChecker& c, const std::vector<std::int64_t>& positions,
+                     const double* x, const double* got, const VectorCheck& v,
+                     const reference::MpVector& exact);
 
 // ---- error statistics of one output vector (reported, not gated) -------------------------------
 // For `eval`: per-element ULP errors against the exact output (they explode where a component
