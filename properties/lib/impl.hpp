@@ -133,6 +133,13 @@ inline std::string exceeds(const Mp& a, const Mp& b) {
 inline std::string exceeded(const Mp& err, double bound, double unit) {
   return verify::exceeded(err.convert_to<double>(), bound, unit, false, false);
 }
+// The same in u of the dtype (unit = scale * u), relative and with the input's scale: the form
+// every property's message takes.
+inline std::string exceeded(const Mp& err, double bound, double scale, double u) {
+  const double e = err.convert_to<double>();
+  return verify::exceeded(e, bound, scale * u, false, false) +
+         verify::relative_text(e, bound, scale);
+}
 // The magnitude s of a spec: scale times the variant's attention factor (exact, and as double).
 inline Mp mag(const RopeSpec& s) { return reference::magnitude(s); }
 inline double magd(const RopeSpec& s) { return reference::magnitude(s).convert_to<double>(); }
@@ -395,7 +402,7 @@ void norm_per_pair(const Kernel& k, g::Context& c) {
         bounds::pair_error_bound(pol, s, D, i, static_cast<double>(pos[0])).norm_abs(dbl(sn));
     if (!(abs(gn - sn) <= Mp(bound)))
       fail("pair " + std::to_string(i) + " norm " + hex(dbl(gn)) + " != s||x|| " + hex(dbl(sn)) +
-           ", | ||K(x)|| - s||x|| |: " + exceeded(abs(gn - sn), bound, dbl(sn) * unit_roundoff(D)) +
+           ", | ||K(x)|| - s||x|| |: " + exceeded(abs(gn - sn), bound, dbl(sn), unit_roundoff(D)) +
            " | " + ctx(s, pos) + " x=(" + hex(x[a]) + "," + hex(x[b]) + ")");
   }
 }
@@ -557,7 +564,7 @@ void composes_additively(const Kernel& k, g::Context& c) {
     const Mp err = hyp(ex(w[ia]) - ex(v[ia]), ex(w[ib]) - ex(v[ib]));
     if (!(err <= Mp(bound)))
       fail("pair " + std::to_string(i) +
-           " |K(K(x,a),b) - K(x,a+b)|: " + exceeded(err, bound, xn * unit_roundoff(D)) + " | " +
+           " |K(K(x,a),b) - K(x,a+b)|: " + exceeded(err, bound, xn, unit_roundoff(D)) + " | " +
            ctx(s, {a, b}) + " | " + Bab.describe());
   }
 }
@@ -585,7 +592,7 @@ std::string differ_beyond_twice_the_bound(const Policy& pol, const RopeSpec& s, 
     const Mp err = hyp(ex(y1d[a]) - ex(y2d[a]), ex(y1d[b]) - ex(y2d[b]));
     if (!(err <= Mp(bound)))
       return "pair " + std::to_string(i) +
-             " differs beyond twice the pair bound: " + exceeded(err, bound, xn * unit_roundoff(D));
+             " differs beyond twice the pair bound: " + exceeded(err, bound, xn, unit_roundoff(D));
   }
   return "";
 }
@@ -969,7 +976,7 @@ void inverse_undoes(const Kernel& k, g::Context& c) {
     const Mp err = hyp(ex(w[a]) - s2 * ex(x[a]), ex(w[b]) - s2 * ex(x[b]));
     if (!(err <= Mp(bound)))
       fail("pair " + std::to_string(i) + " |K(K(x,m),-m) - s^2 x|: " +
-           exceeded(err, bound, xn * unit_roundoff(D)) + " | " + ctx(s, {m}));
+           exceeded(err, bound, xn, unit_roundoff(D)) + " | " + ctx(s, {m}));
   }
 }
 
@@ -1066,7 +1073,7 @@ void composes_additively_per_axis(const Kernel& k, g::Context& c) {
     const Mp ec = hyp(ex(w[ia]) - sm * exact.mp(ia), ex(w[ib]) - sm * exact.mp(ib));
     if (!(ec <= Mp(bc)))
       fail("pair " + std::to_string(i) + " (axis " + std::to_string(ax) +
-           ") |K(K(x,p),q) - s^2 R(p+q) x|: " + exceeded(ec, bc, xn * pc.u()) + " | " + call);
+           ") |K(K(x,p),q) - s^2 R(p+q) x|: " + exceeded(ec, bc, xn, pc.u()) + " | " + call);
     const auto m = static_cast<double>(pq[ax]);
     const verify::PairCheck pr = pc.check(i, m, x[ia], x[ib], v[ia], v[ib], exact);
     if (!pr.within())

@@ -44,6 +44,12 @@ std::string exceeded(double err, double bound, double unit, bool got_nan, bool g
          (unit > 0 ? ", both " + fmt(err / unit, 17) + " u" : ", the input pair is zero") + ")";
 }
 
+std::string relative_text(double err, double bound, double scale) {
+  if (!(scale > 0) || !std::isfinite(err)) return "";
+  return " (relative " + fmt(err / scale, 3) + " > " + fmt(bound / scale, 3) +
+         "; scale s||x|| = " + fmt(scale, 4) + ")";
+}
+
 std::string explain_pair(const PairCheck& p, double x_a, double x_b, double got_a, double got_b,
                          const Mp& exact_a, const Mp& exact_b, double u) {
   const auto ga = fmt_got_expected(got_a, exact_a);
@@ -51,16 +57,10 @@ std::string explain_pair(const PairCheck& p, double x_a, double x_b, double got_
   const auto xs = fmt_apart(x_a, x_b, 9);
   // The verdict takes any non-finite output's error as infinite; a NaN output is said as such.
   const double err = p.got_nan ? std::numeric_limits<double>::quiet_NaN() : p.error_abs;
-  // The same figures relative (error / s||x_pair||) and the pair's scale, so that every message
-  // reads alike in u, relative and scale.
-  const std::string rel = p.scaled_norm > 0 && std::isfinite(err)
-                              ? " (relative " + fmt(p.error_abs / p.scaled_norm, 3) + " > " +
-                                    fmt(p.bound_abs / p.scaled_norm, 3) +
-                                    "; pair scale s||x|| = " + fmt(p.scaled_norm, 4) + ")"
-                              : "";
-  return exceeded(err, p.bound_abs, p.scaled_norm * u, p.got_nan, p.got_inf) + rel + "; got (" +
-         ga.first + ", " + gb.first + "), expected (" + ga.second + ", " + gb.second +
-         ") from x = (" + xs.first + ", " + xs.second + ")";
+  return exceeded(err, p.bound_abs, p.scaled_norm * u, p.got_nan, p.got_inf) +
+         relative_text(err, p.bound_abs, p.scaled_norm) + "; got (" + ga.first + ", " + gb.first +
+         "), expected (" + ga.second + ", " + gb.second + ") from x = (" + xs.first + ", " +
+         xs.second + ")";
 }
 
 std::string explain_passthrough(std::int64_t elem, double got, double input, Dtype d) {

@@ -223,7 +223,8 @@ def check(x, y, positions, spec, policy=None, threads=None, max_failures=10,
     """`ropecheck check` on in-memory tensors: y (the kernel's output for x) against the exact
     rotation, within the per-pair bound derived from the DECLARED policy (default: HF's f32
     recipe). x, y: NumPy or torch tensors, same dtype (f64/f32/f16, bf16 from torch) and shape,
-    [tokens, heads, head_dim] (tensor_layout thd; td for 2-D, bhtd for 4-D unless given).
+    [tokens, heads, head_dim] (tensor_layout thd; td for 2-D, bhtd for 4-D unless given; a 4-D
+    tensor with as many heads as tokens needs tensor_layout, bhtd and bthd being alike).
     positions: int [tokens] or [batch, tokens], or per axis [tokens, n_axes]. threads: default
     every core; the result does not depend on it."""
     policy = policy if policy is not None else Policy()
@@ -466,6 +467,10 @@ def _literal(v):
         return "{" + ", ".join(f"{_literal(k)}: {_literal(e)}" for k, e in v.items()) + "}"
     if isinstance(v, (Policy, Spec)):
         return "rc." + repr(v)
+    if callable(v) and hasattr(v, "__name__"):  # supports=: the caller's function, by its name
+        return v.__name__
+    if _is_torch(v):  # a torch dtype (dtypes=[torch.bfloat16])
+        return str(v)
     return repr(v)
 
 

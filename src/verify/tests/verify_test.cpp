@@ -181,6 +181,9 @@ TEST(VerifyAddVector, WrongPairIsLocatedWithElementsAndExplained) {
       << f.message();
   EXPECT_NE(f.message().find(" u > bound "), std::string::npos) << f.message();
   EXPECT_NE(f.message().find("from x = (2, 4)"), std::string::npos) << f.message();
+  // The same comparison relative, with the pair's scale s||x_pair|| = ||(2, 4)||.
+  EXPECT_NE(f.message().find("(relative "), std::string::npos) << f.message();
+  EXPECT_NE(f.message().find("; scale s||x|| = 4.472)"), std::string::npos) << f.message();
 }
 
 TEST(VerifyAddVector, NaNOutputIsSaidAsSuchAndCountsAsInfinite) {

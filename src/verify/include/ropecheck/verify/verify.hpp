@@ -236,5 +236,8 @@ std::pair<std::string, std::string> fmt_got_expected(double got, const Mp& expec
 // terms when the pair's scale (unit = s ||x_pair|| u) is 0 or the division makes E and B equal;
 // NaN and infinite errors said as such.
 std::string exceeded(double err, double bound, double unit, bool got_nan, bool got_inf);
+// What follows exceeded() in every message: " (relative E > B; scale s||x|| = S)", the same
+// comparison relative to the input's scale S (s||x_pair||), and S; "" when S is 0 or E not finite.
+std::string relative_text(double err, double bound, double scale);
 
 }  // namespace ropecheck::verify
