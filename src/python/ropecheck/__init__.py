@@ -27,8 +27,8 @@ import numpy as np
 from . import _ropecheck
 from ._ropecheck import Policy, Spec
 
-__all__ = ["Spec", "Policy", "reference", "check", "assert_rope", "validate", "CheckResult",
-           "Failure", "ValidationResult", "executable", "save_dump", "apply_kernel",
+__all__ = ["Spec", "Policy", "reference", "check", "assert_rope", "validate", "report",
+           "CheckResult", "Failure", "ValidationResult", "ReportResult", "executable", "save_dump", "apply_kernel",
            "kernel_names", "kernel_policy"]
 
 _DTYPES = ("f64", "f32", "f16", "bf16")
@@ -474,6 +474,108 @@ def _literal(v):
     return repr(v)
 
 
+def _declaration(fn, dtypes, layouts, head_dims, policy, in_place, magnitude_scale, scalings,
+                 min_position, max_position, layouts_bitwise_symmetric, batch_invariant, name,
+                 spec, hf_config, supports, tensor_layout):
+    """What validate() and report() declare about fn, as the served worker's descriptor:
+    (dtype names, layouts, the one spec or None, desc)."""
+    dtypes = [_ropecheck._dtype_name(d, "dtypes") for d in dtypes]
+    if tensor_layout not in ("thd", "bhtd", "bthd"):
+        raise ValueError(f"tensor_layout: '{tensor_layout}' is not thd, bhtd or bthd")
+    if hf_config is not None:
+        if spec is not None:
+            raise ValueError("give spec= or hf_config=, not both")
+        spec = Spec.from_hf_config(hf_config)
+    if spec is not None:
+        layouts, head_dims = [spec.layout], [spec.head_dim]
+        scalings = [] if spec.scaling == "none" else [spec.scaling]
+        magnitude_scale = magnitude_scale or spec.scale != 1
+        supports = _only(spec, supports)
+    policies = _policies(policy, dtypes)
+    flags = ((0 if in_place else _ropecheck.FLAG_NO_IN_PLACE) |
+             (_ropecheck.FLAG_MAGNITUDE_SCALE if magnitude_scale else 0) |
+             (_ropecheck.FLAG_LAYOUTS_BITWISE_SYMMETRIC if layouts_bitwise_symmetric else 0) |
+             (0 if batch_invariant else _ropecheck.FLAG_BATCH_VARIANT))
+    desc = {"name": name or getattr(fn, "__name__", type(fn).__name__),
+            "dtypes": _mask(dtypes, _DTYPES, "dtypes"),
+            "layouts": _mask(layouts, _LAYOUTS, "layouts"),
+            "scalings": _mask(scalings, _SCALINGS, "scalings"),
+            "head_dims": list(head_dims or []), "policies": policies, "flags": flags,
+            "min_position": int(min_position), "max_position": int(max_position),
+            "in_place": bool(in_place)}
+    if supports is not None:
+        desc["supports"] = supports
+    return dtypes, list(layouts), spec, desc
+
+
+class ReportResult:
+    """What report() wrote: passed (every check of the report holds), returncode (0/1), out (the
+    directory with report.json, report.md, report.html, junit.xml), json (report.json), text
+    (what `ropecheck report` printed), stderr (its progress and the domain notes)."""
+
+    def __init__(self, returncode, out, text, stderr):
+        self.returncode = returncode
+        self.passed = returncode == 0
+        self.out = out
+        self.text = text
+        self.stderr = stderr
+        with open(os.path.join(out, "report.json")) as f:
+            self.json = json.load(f)
+        self.headline = self.json.get("headline", {})
+
+    def __bool__(self):
+        return self.passed
+
+    def __str__(self):
+        return (f"ropecheck report of {self.json['options']['kernels'][0]}: "
+                f"{'PASS' if self.passed else 'FAIL'} ({self.out}/report.html)\n" +
+                self.headline.get("verdict", ""))
+
+    __repr__ = __str__
+
+
+def report(fn, out, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy=None,
+           bases=(1e4, 1e6), samples=None, seed=1, in_place=False, magnitude_scale=False,
+           min_position=0, max_position=0, layouts_bitwise_symmetric=False,
+           batch_invariant=False, timeout=10.0, name=None, spec=None, hf_config=None,
+           supports=None, tensor_layout="thd"):
+    """The precision report of `ropecheck report` (report.json, report.md, report.html,
+    junit.xml in `out`) for the Python kernel fn(x, positions, spec) -> y, swept only inside the
+    domain declared here (the arguments mean what they mean for validate()): the dtypes, layouts,
+    head dims and bases fn is declared to take, positions up to max_position (when set) or 2^20.
+    What of the request lay outside the domain is said in report.json's "domain" and at the top
+    of report.md/html. spec= / hf_config=: fn implements that one configuration (full rotary and
+    unscaled: the report sweeps head dim x base x layout). samples: vectors per kernel x dtype x
+    spec x position bucket (default the CLI's). Returns a ReportResult; raises ValueError when
+    `ropecheck report` refuses the call (exit 2: e.g. nothing of the sweep inside the domain)."""
+    dtypes, layouts, spec, desc = _declaration(
+        fn, dtypes, layouts, head_dims, policy, in_place, magnitude_scale, (), min_position,
+        max_position, layouts_bitwise_symmetric, batch_invariant, name, spec, hf_config, supports,
+        tensor_layout)
+    if spec is not None:
+        if spec.scaling != "none" or spec.rotary_dim != spec.head_dim or spec.sections:
+            raise ValueError("report(spec=...): the report sweeps full-rotary unscaled specs "
+                             f"(head dim x base x layout); this spec is {spec!r}")
+        head_dims, bases = [spec.head_dim], [spec.base]
+    args = [executable(), "report", "--dtypes", ",".join(dtypes), "--layouts", ",".join(layouts),
+            "--bases", ",".join(repr(float(b)) for b in bases), "--seed", str(seed),
+            "--timeout", str(timeout), "--out", os.fspath(out)]
+    if head_dims:
+        args += ["--head-dims", ",".join(str(int(h)) for h in head_dims)]
+    if samples is not None:
+        args += ["--samples", str(int(samples))]
+    if max_position:
+        args += ["--max-position", str(min(int(max_position), 1 << 20))]
+    with tempfile.TemporaryDirectory(prefix="ropecheck-") as tmp:
+        code, text, stderr, serve_error = _run_served(
+            args, tmp, _kernel_call(fn, in_place, tensor_layout), desc)
+    if code == 2:
+        raise ValueError(f"ropecheck report refused the call: {stderr.strip()}")
+    if serve_error:
+        raise RuntimeError(f"ropecheck report: the kernel's worker failed: {serve_error}")
+    return ReportResult(code, os.fspath(out), text, stderr)
+
+
 def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy=None,
              budget="quick", seed=1, in_place=False, magnitude_scale=False, scalings=(),
              min_position=0, max_position=0, layouts_bitwise_symmetric=False,
@@ -509,32 +611,10 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
     the run: the `ropecheck` process is killed and reaped, its files removed, and the exception
     propagates."""
     call = {k: v for k, v in locals().items() if k != "fn"}
-    dtypes = [_ropecheck._dtype_name(d, "dtypes") for d in dtypes]
-    if tensor_layout not in ("thd", "bhtd", "bthd"):
-        raise ValueError(f"tensor_layout: '{tensor_layout}' is not thd, bhtd or bthd")
-    if hf_config is not None:
-        if spec is not None:
-            raise ValueError("validate: give spec= or hf_config=, not both")
-        spec = Spec.from_hf_config(hf_config)
-    if spec is not None:
-        layouts, head_dims = [spec.layout], [spec.head_dim]
-        scalings = [] if spec.scaling == "none" else [spec.scaling]
-        magnitude_scale = magnitude_scale or spec.scale != 1
-        supports = _only(spec, supports)
-    policies = _policies(policy, dtypes)
-    flags = ((0 if in_place else _ropecheck.FLAG_NO_IN_PLACE) |
-             (_ropecheck.FLAG_MAGNITUDE_SCALE if magnitude_scale else 0) |
-             (_ropecheck.FLAG_LAYOUTS_BITWISE_SYMMETRIC if layouts_bitwise_symmetric else 0) |
-             (0 if batch_invariant else _ropecheck.FLAG_BATCH_VARIANT))
-    desc = {"name": name or getattr(fn, "__name__", type(fn).__name__),
-            "dtypes": _mask(dtypes, _DTYPES, "dtypes"),
-            "layouts": _mask(layouts, _LAYOUTS, "layouts"),
-            "scalings": _mask(scalings, _SCALINGS, "scalings"),
-            "head_dims": list(head_dims or []), "policies": policies, "flags": flags,
-            "min_position": int(min_position), "max_position": int(max_position),
-            "in_place": bool(in_place)}
-    if supports is not None:
-        desc["supports"] = supports
+    dtypes, layouts, spec, desc = _declaration(
+        fn, dtypes, layouts, head_dims, policy, in_place, magnitude_scale, scalings, min_position,
+        max_position, layouts_bitwise_symmetric, batch_invariant, name, spec, hf_config, supports,
+        tensor_layout)
     args = [executable(), "validate", "--dtypes", ",".join(dtypes), "--layouts",
             ",".join(layouts), "--budget", budget, "--seed", str(seed), "--timeout", str(timeout)]
     if properties:
@@ -604,7 +684,7 @@ _SCALING_KEYS = ("factor", "original_max_position_embeddings", "max_position_emb
 
 
 def _run_served(args, tmp, call, desc):
-    """Runs `ropecheck validate --worker-fds` and serves its kernel calls until it ends:
+    """Runs `ropecheck validate|report --worker-fds` and serves its kernel calls until it ends:
     (returncode, stdout, stderr, the worker's error or None). Whatever interrupts it (Ctrl-C),
     the process is killed and reaped before the exception propagates."""
     req_r, req_w = os.pipe()  # requests: ropecheck -> here
