@@ -27,6 +27,7 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -210,12 +211,21 @@ inline const std::vector<std::int64_t>& directed_positions() {
 
 // ---- the context of one check -------------------------------------------------------------------
 
-// Shrinking's budget of kernel calls (properties::Options::max_shrink_calls): the driver arms it
-// when the first failure starts the shrinking; the properties count their kernel calls in it.
+// Shrinking's budget of kernel calls (properties::Options::max_shrink_calls) and of wall time
+// (max_shrink_seconds, capped by the run's shared pool): the driver arms it when the first
+// failure starts the shrinking; the properties count their kernel calls in it and every shrink
+// candidate checks the clock before it draws anything.
 struct ShrinkBudget {
   bool shrinking = false;
   long limit = 0, calls = 0;
   bool spent = false;
+  double seconds = 0;  // this check's wall-time budget for shrinking (0: none)
+  std::chrono::steady_clock::time_point started, deadline;
+  bool out_of_time = false;  // spent by the clock, not by the count of calls
+
+  bool past_deadline() const {
+    return shrinking && seconds > 0 && std::chrono::steady_clock::now() >= deadline;
+  }
 };
 
 // The kernel's declared domain as the generators see it: Kernel::domain() and a probe of

@@ -99,7 +99,12 @@ inline std::string hex(double v) {
 // Counts a kernel call while shrinking; past the budget every further shrink candidate is
 // discarded before it calls the kernel, so shrinking ends with the smallest failure found.
 inline void count_shrink_call(g::ShrinkBudget& b) {
-  if (!b.shrinking || b.limit <= 0) return;
+  if (!b.shrinking) return;
+  if (b.past_deadline()) {
+    b.spent = b.out_of_time = true;
+    throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Discard, "shrink time spent");
+  }
+  if (b.limit <= 0) return;
   if (++b.calls > b.limit) {
     b.spent = true;
     throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Discard, "shrink budget spent");

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
@@ -76,14 +78,20 @@ TEST(BugZoo, BatchDependentKernelPassesOnlyWhenDeclaredBatchVariant) {
   }
 }
 
+// The mutant both shrink-budget tests run: it fails TokensAreIndependent on many-token cases, so
+// shrinking has work to do.
+const ropecheck::zoo::Mutant* first_position_broadcast() {
+  for (const auto& z : ropecheck::zoo::mutants())
+    if (z.name == "first_position_broadcast") return &z;
+  return nullptr;
+}
+
 // A shrink budget spent mid-way still reports the smallest counterexample found, not the
 // budget's own discard ("shrink budget spent"): RapidCheck re-evaluates the shrunk case for its
 // description, which the spent budget refuses.
 TEST(BugZoo, SpentShrinkBudgetKeepsTheCounterexample) {
-  const auto& zoo = ropecheck::zoo::mutants();
-  const auto m = std::find_if(zoo.begin(), zoo.end(),
-                              [](const auto& z) { return z.name == "first_position_broadcast"; });
-  ASSERT_NE(m, zoo.end());
+  const auto* m = first_position_broadcast();
+  ASSERT_NE(m, nullptr);
   auto o = zoo_options();
   o.shrink = true;
   o.max_shrink_calls = 3;
@@ -92,6 +100,40 @@ TEST(BugZoo, SpentShrinkBudgetKeepsTheCounterexample) {
   EXPECT_EQ(v.status, P::Status::failed) << v.message;
   EXPECT_TRUE(v.shrink_budget_spent);
   EXPECT_NE(v.message.find("!= batched"), std::string::npos) << v.message;
+}
+
+// The wall-time budget: a deadline already past when shrinking starts still keeps the first
+// counterexample (not the budget's discard), says the clock stopped it, and an empty run pool
+// does the same for a check that finds nothing left (Options::shrink_pool_ns).
+TEST(BugZoo, SpentShrinkTimeKeepsTheCounterexample) {
+  const auto* m = first_position_broadcast();
+  ASSERT_NE(m, nullptr);
+  auto o = zoo_options();
+  o.shrink = true;
+  o.max_shrink_seconds = 1e-9;
+  o.id = "Zoo/first_position_broadcast_f32.TokensAreIndependent";
+  const auto v = P::check(P::Property::TokensAreIndependent, *m->kernel, Dtype::f32, o);
+  EXPECT_EQ(v.status, P::Status::failed) << v.message;
+  EXPECT_TRUE(v.shrink_budget_spent);
+  EXPECT_TRUE(v.shrink_out_of_time);
+  EXPECT_NE(v.message.find("!= batched"), std::string::npos) << v.message;
+
+  std::atomic<std::int64_t> pool{0};
+  o.max_shrink_seconds = 60;
+  o.shrink_pool_ns = &pool;
+  const auto e = P::check(P::Property::TokensAreIndependent, *m->kernel, Dtype::f32, o);
+  EXPECT_EQ(e.status, P::Status::failed) << e.message;
+  EXPECT_TRUE(e.shrink_out_of_time);
+  EXPECT_LT(e.shrink_seconds, 1.0);
+  EXPECT_NE(e.message.find("!= batched"), std::string::npos) << e.message;
+
+  // With time left the pool pays for the shrinking it got, and the call budget still applies.
+  pool = std::int64_t{60} * 1000000000;
+  o.max_shrink_calls = 3;
+  const auto f = P::check(P::Property::TokensAreIndependent, *m->kernel, Dtype::f32, o);
+  EXPECT_TRUE(f.shrink_budget_spent);
+  EXPECT_FALSE(f.shrink_out_of_time);
+  EXPECT_LT(pool.load(), std::int64_t{60} * 1000000000);
 }
 
 // A kernel declaring one multi-axis layout only (the scaled baseline restricted to it) is

@@ -8,6 +8,7 @@
 // any other reason fails the run. Exit 0: all pass; 1: any failure, fault, declaration mismatch
 // or coverage failure; 2: bad usage or a plugin that cannot be loaded / has the wrong ABI.
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -22,6 +23,8 @@
 #include <random>
 #include <sstream>
 #include <thread>
+
+#include <sys/mman.h>
 
 #include "cli.hpp"
 #include "forked_jobs.hpp"
@@ -56,12 +59,15 @@ struct ValidateOptions {
   std::uint64_t worker_memory = 8192;  // MiB the plugin worker may add (0: no limit)
   std::string out;
   std::uint64_t seed = 1;
-  HfConfigArg hf;                       // validate on this model's spec (see run_validate)
-  std::string spec;  // --spec: the plugin implements exactly this spec (JSON text or file)
-  std::string shard;                    // "i/n"; default GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS
+  HfConfigArg hf;     // validate on this model's spec (see run_validate)
+  std::string spec;   // --spec: the plugin implements exactly this spec (JSON text or file)
+  std::string shard;  // "i/n"; default GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS
   std::vector<std::string> properties;  // only these checks (names; "Differential" included)
   bool verbose = false;
   int threads = default_threads();  // processes running checks at once (forked_jobs.hpp)
+  double shrink_seconds = -1;       // --shrink-seconds (< 0: by budget, shrink_seconds_for)
+  // The run's shrink-time pool (SharedPool, shared with the forked runners); null: none.
+  std::atomic<std::int64_t>* shrink_pool_ns = nullptr;
 };
 
 // The plugin restricted to one layout, so each (dtype, layout) configuration gets its own verdict
@@ -491,6 +497,57 @@ int max_success_for(const std::string& budget) {
 // property's shrinking to seconds while still reaching small counterexamples.
 constexpr long kShrinkCalls = 4000;
 
+// The wall-time budget of one property's shrinking (--shrink-seconds), and the run's: every
+// property's shrinking draws from one pool of kShrinkPoolFactor times that. Calls alone did not
+// bound the time: a call's cost grows with the case (a restricted kernel's shrink candidates are
+// mostly rejected draws, thousands of picks each), and a kernel broken everywhere fails every
+// property of every configuration (36 shrinks at quick). With the pool, a failing run costs its
+// cases plus about pool / --threads of shrinking, and the last failures keep their first
+// counterexample (said in their message). A verdict never depends on it: a property fails at its
+// first failing case; only how small its counterexample gets does.
+double shrink_seconds_for(const ValidateOptions& o) {
+  if (o.shrink_seconds >= 0) return o.shrink_seconds;
+  if (o.budget == "quick") return 1;
+  if (o.budget == "standard") return 3;
+  return 20;
+}
+constexpr double kShrinkPoolFactor = 5;
+
+// The run's pool in anonymous shared memory mapped before the runners are forked, so one atomic
+// counter is seen by every runner process (a lock-free 64-bit atomic works across processes).
+class SharedPool {
+ public:
+  explicit SharedPool(double seconds) {
+    static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+    void* p = mmap(nullptr, sizeof(std::atomic<std::int64_t>), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("mmap of the shrink pool failed");
+    pool_ = new (p) std::atomic<std::int64_t>(static_cast<std::int64_t>(seconds * 1e9));
+  }
+  ~SharedPool() { munmap(pool_, sizeof(*pool_)); }
+  SharedPool(const SharedPool&) = delete;
+  SharedPool& operator=(const SharedPool&) = delete;
+  std::atomic<std::int64_t>* get() const { return pool_; }
+
+ private:
+  std::atomic<std::int64_t>* pool_ = nullptr;
+};
+
+std::string shrink_note(const props::Verdict& v, const ValidateOptions& o) {
+  if (!v.shrink_budget_spent) return "";
+  if (!v.shrink_out_of_time)
+    return "\n  (shrinking stopped after its budget of " + std::to_string(kShrinkCalls) +
+           " plugin calls: the smallest counterexample found so far)";
+  const double s = shrink_seconds_for(o);
+  if (v.shrink_seconds < 0.05 && v.shrink_seconds < s)
+    return "\n  (not shrunk: the run's shrinking time, " + verify::fmt(kShrinkPoolFactor * s, 3) +
+           " s in all (--shrink-seconds " + verify::fmt(s, 3) +
+           " per property), was spent by earlier failures; the first counterexample found)";
+  return "\n  (shrinking stopped after " + verify::fmt(v.shrink_seconds, 2) +
+         " s, its wall-time budget (--shrink-seconds " + verify::fmt(s, 3) +
+         "): the smallest counterexample found so far)";
+}
+
 // ---- the property suite, the summary ---------------------------------------------------------
 
 // One property on one configuration, as a cell of the table. Cases are drawn inside the
@@ -503,6 +560,8 @@ Cell run_property(plugin::PluginKernel& pk, const Kernel& k, props::Property p, 
   popt.max_success = max_success_for(o.budget);
   popt.seed = o.seed;
   popt.max_shrink_calls = kShrinkCalls;
+  popt.max_shrink_seconds = shrink_seconds_for(o);
+  popt.shrink_pool_ns = o.shrink_pool_ns;
   popt.oracle_mpfr = o.oracle == "mpfr";
   popt.id = props::test_id("Validate", pk.name(), d, p) + "_" + name(l);
   popt.variants = variants || hf_spec.has_value();
@@ -521,9 +580,7 @@ Cell run_property(plugin::PluginKernel& pk, const Kernel& k, props::Property p, 
   c.cases = v.cases;
   c.budget = v.budget;
   c.detail = v.message;
-  if (v.shrink_budget_spent)
-    c.detail += "\n  (shrinking stopped after its budget of " + std::to_string(kShrinkCalls) +
-                " plugin calls: the smallest counterexample found so far)";
+  c.detail += shrink_note(v, o);
   if (o.verbose && !v.details.empty()) c.detail += "\n" + v.details;
   switch (v.status) {
     case props::Status::passed:
@@ -673,9 +730,9 @@ nlohmann::json config_json(const ConfigResult& r, const ValidateOptions& o) {
 struct Plan {
   std::vector<Dtype> dtypes;
   std::vector<Layout> layouts;
-  std::optional<RopeSpec> hf_spec;  // --hf-config: the model's spec
+  std::optional<RopeSpec> hf_spec;    // --hf-config: the model's spec
   std::optional<RopeSpec> only_spec;  // --spec: the one spec the plugin implements
-  bool variants = false;            // the plugin declares scaling kinds or the newer layouts
+  bool variants = false;              // the plugin declares scaling kinds or the newer layouts
   std::vector<RopeSpec> extra_specs;
 };
 
@@ -1138,6 +1195,11 @@ int run_validate(ValidateOptions o) {
   const std::unique_ptr<plugin::PluginKernel> pk =
       load_plugin(o.plugin, o.worker_fds, o.timeout, o.worker_memory << 20);
   plan_plugin(plan, *pk, o);
+  std::optional<SharedPool> pool;
+  if (shrink_seconds_for(o) > 0) {
+    pool.emplace(kShrinkPoolFactor * shrink_seconds_for(o));
+    o.shrink_pool_ns = pool->get();
+  }
   for (const auto& f : o.properties)
     if (f != "Differential" && !props::parse_property(f))
       throw UsageError("--properties: '" + f + "' is not Differential or a property name");
@@ -1229,9 +1291,15 @@ void add_validate(CLI::App& app, int& status) {
       ->delimiter(',');
   cmd->add_flag("--verbose", o->verbose,
                 "with each failure, also RapidCheck's full report (every generated value)");
+  cmd->add_option("--shrink-seconds", o->shrink_seconds,
+                  "wall time one failing property may spend shrinking its counterexample "
+                  "(default: quick 1, standard 3, deep 20; 0: no time limit, the 4000-call "
+                  "budget alone); all shrinking of a run shares 5 times this")
+      ->check(CLI::Range(0.0, 86400.0));
   cmd->add_option("--threads", o->threads,
                   "checks run at once, each runner a process with its own plugin worker "
-                  "(default: the hardware threads); the output does not depend on it")
+                  "(default: the hardware threads); the verdicts do not depend on it (how far a "
+                  "counterexample shrinks within --shrink-seconds may)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--shard", o->shard,
                   "i/n: check only configurations c with c mod n == i (default: "

@@ -6,6 +6,7 @@
 
 #include "ropecheck/kernel.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,6 +50,15 @@ struct Options {
   // can take hundreds of thousands of steps. Counted in calls, not seconds, so a replay shrinks
   // to the same counterexample. Once spent, the counterexample is the smallest found so far.
   long max_shrink_calls = 0;
+  // Wall-time budget of one failure's shrinking, in seconds (0: none), and an optional pool shared
+  // by every check of a run (nanoseconds left; each check's shrinking takes its elapsed time out of
+  // it). A failing kernel otherwise costs minutes where its first failing case already gave the
+  // verdict: a check's budget is min(max_shrink_seconds, the pool's remainder), and a check that
+  // finds the pool empty reports its first counterexample unshrunk. Unlike the call budget this
+  // depends on the machine, so a replay may shrink further; the replay line still reproduces the
+  // failure itself (the seed decides the failing case, not the clock).
+  double max_shrink_seconds = 0;
+  std::atomic<std::int64_t>* shrink_pool_ns = nullptr;
   // RapidCheck test id, used to key `reproduce=` in RC_PARAMS. Default
   // "<suite>/<kernel>_<dtype>.<Property>" with suite "Properties".
   std::string id;
@@ -96,6 +106,8 @@ struct Verdict {
   // RapidCheck's full report (the generated values of every draw), for --verbose.
   std::string details;
   bool shrink_budget_spent = false;  // the counterexample is the smallest found within the budget
+  bool shrink_out_of_time = false;   // ... and the budget spent was the wall-time one
+  double shrink_seconds = 0;         // wall time the shrinking took
 };
 
 // Test id as in the test names: "<suite>/<kernel>_<dtype>.<Property>".

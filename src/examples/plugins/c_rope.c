@@ -67,6 +67,22 @@
 #ifndef PLUGIN_SUPPORTS
 #define PLUGIN_SUPPORTS NULL
 #endif
+/* Optional restriction knobs (the restricted NaN-zero-pair twin): PLUGIN_HEAD_DIMS=64,96,128 and
+ * PLUGIN_MIN_POSITION / PLUGIN_MAX_POSITION (0, 0 = any int64 position). */
+#ifdef PLUGIN_HEAD_DIMS
+static const int64_t plugin_head_dims[] = {PLUGIN_HEAD_DIMS};
+#define PLUGIN_HEAD_DIMS_PTR plugin_head_dims
+#define PLUGIN_N_HEAD_DIMS ((int32_t)(sizeof plugin_head_dims / sizeof plugin_head_dims[0]))
+#else
+#define PLUGIN_HEAD_DIMS_PTR NULL
+#define PLUGIN_N_HEAD_DIMS 0
+#endif
+#ifndef PLUGIN_MIN_POSITION
+#define PLUGIN_MIN_POSITION 0
+#endif
+#ifndef PLUGIN_MAX_POSITION
+#define PLUGIN_MAX_POSITION 0
+#endif
 
 static double load_elem(const void* p, int dtype, int64_t i) {
   return dtype == ROPECHECK_DTYPE_F64 ? ((const double*)p)[i] : (double)((const float*)p)[i];
@@ -218,8 +234,8 @@ static const ropecheck_plugin descriptor = {
     ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F64) | ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32),
     ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED) |
         ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF),
-    NULL,
-    0,
+    PLUGIN_HEAD_DIMS_PTR,
+    PLUGIN_N_HEAD_DIMS,
     {
         /* {angle, table, arithmetic, recipe, fused, reserved_i32, trig_error (0 = the default 2:
          * glibc's cos/sin are within 1 ulp)} */
@@ -237,8 +253,8 @@ static const ropecheck_plugin descriptor = {
     NULL,
     0, /* scalings: NONE only */
     PLUGIN_FLAGS,
-    0, /* min_position, max_position: 0, 0 = any int64 position */
-    0,
+    PLUGIN_MIN_POSITION, /* min_position, max_position: 0, 0 = any int64 position */
+    PLUGIN_MAX_POSITION,
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 

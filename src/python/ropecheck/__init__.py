@@ -580,7 +580,7 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
              budget="quick", seed=1, in_place=False, magnitude_scale=False, scalings=(),
              min_position=0, max_position=0, layouts_bitwise_symmetric=False,
              batch_invariant=False, properties=None, timeout=10.0, name=None, spec=None,
-             hf_config=None, supports=None, tensor_layout="thd"):
+             hf_config=None, supports=None, tensor_layout="thd", shrink_seconds=None):
     """Every property of the C++ suite, with `ropecheck validate`'s definitions, bounds and
     coverage rules, on the Python kernel fn(x, positions, spec) -> y.
 
@@ -607,6 +607,11 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
     pair bound; True: bit for bit. layouts_bitwise_symmetric: the same for LayoutsArePermutations
     (interleaved vs half).
 
+    shrink_seconds: wall time one failing property may spend shrinking its counterexample
+    (`ropecheck validate --shrink-seconds`; None: by budget, quick 1 s, standard 3 s, deep 20 s;
+    all shrinking of the run shares 5 times that). The time fn spends counts in it: a failing
+    run ends within its cases' time plus about that pool, with the smallest counterexample found.
+
     Ctrl-C (or a signal handler that raises, or fn raising KeyboardInterrupt / SystemExit) stops
     the run: the `ropecheck` process is killed and reaped, its files removed, and the exception
     propagates."""
@@ -619,6 +624,8 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
             ",".join(layouts), "--budget", budget, "--seed", str(seed), "--timeout", str(timeout)]
     if properties:
         args += ["--properties", ",".join(properties)]
+    if shrink_seconds is not None:
+        args += ["--shrink-seconds", str(float(shrink_seconds))]
     if spec is not None:
         args += ["--spec", json.dumps(_spec_keys(spec))]
     with tempfile.TemporaryDirectory(prefix="ropecheck-") as tmp:

@@ -193,3 +193,13 @@ def test_hf_config_and_scaled_specs_reach_the_cli_exactly():
     v = rc.validate(fn, spec=llama3, policy=exact,
                     properties=["Differential", "MatchesReferenceWithinBound"])
     assert v.passed, str(v)
+
+
+def test_shrink_seconds_reaches_the_cli_and_the_replay():
+    # One wall-time budget for shrinking, C plugins and Python callables alike (#27, #30): the
+    # message names the budget that stopped the shrinking and the replay line repeats it.
+    v = rc.validate(InterleavedMutant(), spec=SPEC, tensor_layout="bhtd", policy=F32,
+                    properties=["MatchesReferenceWithinBound"], shrink_seconds=0.001)
+    assert not v.passed
+    assert "--shrink-seconds 0.001" in str(v), str(v)
+    assert any("shrink_seconds=0.001" in r for r in v.replay), v.replay
