@@ -41,6 +41,11 @@
 //                                            bf16/f16 output would declare, wrong for one that
 //                                            rounds the table and every op into it (hf_eager,
 //                                            vllm_native); validate must catch it
+//   ROPECHECK_WRAP_DECLARE_RECIPE=r          every dtype's policy declares the angle recipe
+//                                            ropecheck::AngleRecipe::r instead of the kernel's
+//                                            (ggml_cpu's f32 ladder declared hf_f32: the ladder's
+//                                            error grows with the pair index, which hf_f32's bound
+//                                            does not allow); validate must catch it
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -110,6 +115,9 @@ ropecheck::Policy declared_policy(const ropecheck::Kernel& k, ropecheck::Dtype d
   ropecheck::Policy p = k.policy(d);
 #ifdef ROPECHECK_WRAP_DECLARE_F32_ROTATION
   p.table = p.arithmetic = ropecheck::Dtype::f32;
+#endif
+#ifdef ROPECHECK_WRAP_DECLARE_RECIPE
+  p.recipe = ropecheck::AngleRecipe::ROPECHECK_WRAP_DECLARE_RECIPE;
 #endif
   return p;
 }
@@ -356,6 +364,9 @@ constexpr const char* kDescription =
     "' kernel, linked statically and exposed through the plugin ABI only"
 #ifdef ROPECHECK_WRAP_DECLARE_F32_ROTATION
     "; DECLARED (understated): f32 table and f32 arithmetic"
+#endif
+#ifdef ROPECHECK_WRAP_DECLARE_RECIPE
+    "; DECLARED (wrong): another angle recipe than the kernel's"
 #endif
 #if defined(ROPECHECK_WRAP_BUG_YARN_MSCALE)
     "; BUG: YaRN attention factor 0.07 ln f + 1"

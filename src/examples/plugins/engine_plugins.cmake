@@ -1,0 +1,29 @@
+# The engine recipes (src/kernels/engines/) wrapped as plugins, as data: read by
+# src/examples/plugins/CMakeLists.txt (the targets) and src/plugin/tests/CMakeLists.txt (their
+# `ropecheck validate` tests). Adding an engine is one name in ROPECHECK_ENGINE_PLUGINS, its
+# descriptor knobs (_engine_<name>, documented at the top of builtin_wrap.cpp), the knob of its
+# misdeclaration (_misdeclare_<name>) and the dtype where that shows (_misdeclared_dtype_<name>).
+# Each declares the domain its engine has (vLLM: positions index a cache, no magnitude scale, NeoX
+# and GPT-J; ggml: int32 positions, f32/f16, no magnitude) and its own policy; each has a
+# *_misdeclared twin declaring a policy its recipe does not meet: an f32 table and f32 arithmetic
+# for the recipes that round the table and every op into bf16/f16 (hf_eager, vllm_native), the
+# hf_f32 angle recipe for ggml's f32 ladder.
+set(_engine_hf_eager "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)"
+    "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)")
+set(_engine_vllm_native ROPECHECK_WRAP_MIN_POSITION=0 ROPECHECK_WRAP_MAX_POSITION=INT64_MAX
+    ROPECHECK_WRAP_NO_SCALE
+    "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)|ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED)"
+    "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)"
+    "ROPECHECK_WRAP_DTYPES=ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32)|ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F16)|ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_BF16)")
+set(_engine_ggml_cpu ROPECHECK_WRAP_MIN_POSITION=INT32_MIN ROPECHECK_WRAP_MAX_POSITION=INT32_MAX
+    ROPECHECK_WRAP_NO_SCALE
+    "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)|ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED)"
+    "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)"
+    "ROPECHECK_WRAP_DTYPES=ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32)|ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F16)")
+set(_misdeclare_hf_eager ROPECHECK_WRAP_DECLARE_F32_ROTATION)
+set(_misdeclare_vllm_native ROPECHECK_WRAP_DECLARE_F32_ROTATION)
+set(_misdeclare_ggml_cpu ROPECHECK_WRAP_DECLARE_RECIPE=hf_f32)
+set(ROPECHECK_ENGINE_PLUGINS hf_eager vllm_native ggml_cpu)
+set(_misdeclared_dtype_hf_eager bf16)
+set(_misdeclared_dtype_vllm_native bf16)
+set(_misdeclared_dtype_ggml_cpu f32)
