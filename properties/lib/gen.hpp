@@ -478,14 +478,20 @@ inline std::int64_t draw_head_dim(const Context& c, const SpecOptions& o) {
   }
 }
 
-// rotary_dim: partial (forced, or 35%), else 0 (the default: head_dim rounded down to even).
+// rotary_dim: partial (forced, or 35%), else 0 (the default: head_dim rounded down to even). Half
+// of the partial draws take a model ratio (ropecheck::model_rotary_dims), the rest any even value.
 inline std::int64_t draw_rotary_dim(std::int64_t head_dim, const SpecOptions& o) {
   const std::int64_t even = head_dim - head_dim % 2;
+  const auto model = ropecheck::model_rotary_dims(head_dim);
   if (o.force_partial && head_dim >= 3) {
+    if (!model.empty() && coin(50)) return model[pick<std::size_t>(0, model.size() - 1)];
     const std::int64_t top = (head_dim - 1) - (head_dim - 1) % 2;  // even, < head_dim
     return 2 * pick<std::int64_t>(1, top / 2);
   }
-  if (coin(35)) return 2 * pick<std::int64_t>(1, even / 2);  // partial rotary (or full by chance)
+  if (coin(35)) {  // partial rotary (or full by chance)
+    if (!model.empty() && coin(50)) return model[pick<std::size_t>(0, model.size() - 1)];
+    return 2 * pick<std::int64_t>(1, even / 2);
+  }
   return 0;
 }
 

@@ -181,8 +181,13 @@ RopeSpec usable(const Kernel& k, const g::Context& c, const g::SpecOptions& o = 
     return f;
   }
   RopeSpec s;
+  // Whether the first draw asked for partial rotary: a rejected partial draw falls back to a probed
+  // partial spec, so a kernel that takes one partial ratio still gets its share of partial cases.
+  bool wanted_partial = false;
   for (int attempt = 0; attempt < 6; ++attempt) {
     s = g::spec(c, o);
+    if (attempt == 0)
+      wanted_partial = s.rotary_dim < s.head_dim - s.head_dim % 2 && !is_multi_axis(s.layout);
     if (k.supports(s, D)) return s;
     if (o.force_layout < 0 && (s.layout == Layout::half || s.layout == Layout::interleaved)) {
       RopeSpec t = s;
@@ -193,9 +198,8 @@ RopeSpec usable(const Kernel& k, const g::Context& c, const g::SpecOptions& o = 
   // A kernel of multi-axis layouts only: the 1-D properties call its specs with one position per
   // token, which the ABI defines as that position on every axis (t = h = w).
   const bool multi_only = c.domain.full.empty() && c.domain.partial.empty();
-  const auto& pool = o.force_partial ? c.domain.partial
-                     : multi_only    ? c.domain.multi_axis
-                                     : c.domain.full;
+  const bool partial = o.force_partial || (wanted_partial && !c.domain.partial.empty());
+  const auto& pool = partial ? c.domain.partial : multi_only ? c.domain.multi_axis : c.domain.full;
   std::vector<RopeSpec> fit;
   for (const RopeSpec& t : pool)
     if (o.force_layout < 0 || t.layout == static_cast<Layout>(o.force_layout)) fit.push_back(t);
@@ -1252,9 +1256,12 @@ g::DomainContext probe_domain(const Kernel& k, const std::optional<RopeSpec>& on
     for (Layout l : {Layout::interleaved, Layout::half}) {
       const RopeSpec f = make(hd, full, l);
       if (k.supports(f, D)) c.full.push_back(f);
-      // Partial rotary: a quarter, a half, one pair less (odd counts of pairs included), 1 pair.
+      // Partial rotary: a quarter, a half, one pair less (odd counts of pairs included), 1 pair,
+      // and the ratios models ship (model_rotary_dims: 0.4, a 64-dim part).
       std::vector<std::int64_t> rds = {2 * std::max<std::int64_t>(1, np / 4),
                                        2 * std::max<std::int64_t>(1, np / 2), full - 2, 2};
+      for (std::int64_t rd : model_rotary_dims(hd))
+        if (std::find(rds.begin(), rds.end(), rd) == rds.end()) rds.push_back(rd);
       if (hd % 2) rds.push_back(full);  // odd head_dim: the last dim passes through
       for (std::int64_t rd : rds)
         if (rd >= 2 && rd < hd && k.supports(make(hd, rd, l), D))

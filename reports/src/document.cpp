@@ -364,6 +364,12 @@ void put_header(json& doc, const Plan& p, const Executed& ex) {
     const Bucket& b = kBuckets[bi];
     json bj{{"name", b.name}, {"lo", b.lo}, {"sampled", bi < p.n_buckets}};
     bj["hi"] = bi == kNumBuckets - 1 ? json("unbounded") : json(b.hi);
+    // The range the sweep sampled: a bucket reaching past --max-position (or a plugin's declared
+    // max_position) is sampled up to it, and its label says so ("4096-39000"), not its full span.
+    const std::int64_t top = p.main.o.max_position;
+    bj["label"] = bi < p.n_buckets && b.lo < top && b.hi > top
+                      ? std::to_string(b.lo) + "-" + std::to_string(top)
+                      : std::string(b.name);
     doc["buckets"].push_back(bj);
   }
 }

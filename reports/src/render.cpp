@@ -240,6 +240,15 @@ Table checks_table(const json& r) {
   return t;
 }
 
+// A bucket as the tables print it: its label in the document's bucket list (clipped to the
+// positions the sweep reached, "4096-39000"), else its name.
+std::string bucket_cell(const json& doc, const json& b) {
+  if (doc.contains("buckets"))
+    for (const auto& d : doc["buckets"])
+      if (d["name"] == b["bucket"] && d.contains("label")) return d["label"].get<std::string>();
+  return cell(b["bucket"]);
+}
+
 Table dtype_errors_table(const json& r, const json& d) {
   Table t;
   t.title = "Errors in " + d.get<std::string>() + " (sampled: maxima are lower bounds)";
@@ -249,7 +258,7 @@ Table dtype_errors_table(const json& r, const json& d) {
   for (const auto& res : r["results"]) {
     if (res["dtype"] != d) continue;
     for (const auto& b : res["buckets"])
-      t.rows.push_back({cell(res["kernel"]), cell(b["bucket"]), cell(b["n_vectors"]),
+      t.rows.push_back({cell(res["kernel"]), bucket_cell(r, b), cell(b["n_vectors"]),
                         cell(b["ulp"]["max"]), cell(b["ulp"]["mean"]), cell(b["ulp"]["rms"]),
                         cell(b["ulp"]["p50"]), cell(b["ulp"]["p99"]), cell(b["ulp"]["p999"]),
                         cell(b["pair_error_u"]["max"]), cell(b["pair_error_u"]["rms"]),
@@ -308,7 +317,7 @@ Table angle_vs_rotation_table(const json& r) {
   for (const auto& res : r["results"])
     for (const auto& b : res["buckets"]) {
       const auto& a = b["angle_vs_rotation"];
-      t.rows.push_back({cell(res["kernel"]), cell(res["dtype"]), cell(b["bucket"]),
+      t.rows.push_back({cell(res["kernel"]), cell(res["dtype"]), bucket_cell(r, b),
                         cell(res["policy"]["recipe"]) + " (" + cell(res["policy"]["angle"]) + ")",
                         cell(a["angle_max_u"]), cell(a["angle_rms_u"]), cell(a["rotation_max_u"]),
                         cell(a["rotation_rms_u"]), cell(b["pair_error_u"]["max"]),

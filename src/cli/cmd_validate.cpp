@@ -126,6 +126,7 @@ struct ConfigResult {
   // The first fault of this configuration, if any (the named classification comes from it).
   std::optional<plugin::Fault> fault;
   Policy policy{};  // the plugin's declared policy for this dtype (printed with each replay)
+  std::string partial_specs;  // the differential's partial-rotary specs, "rd/hd, ..." (coverage)
 };
 
 // The named classification of one configuration in validation.json: the fault kind when the
@@ -269,6 +270,8 @@ std::vector<std::int64_t> axis_positions(const std::vector<std::int64_t>& pos1, 
 // The directed specs of a configuration: the declared head dims (or 64, 128, 80 with partial
 // rotary 32, 9 with an odd head_dim) with full rotary, a partial rotary of about half the pairs
 // and one with an odd number of pairs; those supports() accepts.
+std::vector<RopeSpec> model_partial_specs(const Kernel& k, Dtype dt, Layout l);
+
 std::vector<RopeSpec> directed_specs(const Kernel& k, Dtype dt, Layout l) {
   const Domain d = k.domain();
   std::vector<std::tuple<std::int64_t, std::int64_t, double>> shapes;
@@ -307,7 +310,84 @@ std::vector<RopeSpec> directed_specs(const Kernel& k, Dtype dt, Layout l) {
     if (k.supports(s, dt) && std::find(specs.begin(), specs.end(), s) == specs.end())
       specs.push_back(s);
   }
+  for (const RopeSpec& s : model_partial_specs(k, dt, l))
+    if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   return specs;
+}
+
+// Partial rotary at the ratios models ship (model_rotary_dims: 1/2, 1/4, 0.4, a 64-dim part) at
+// realistic head dims (the declared ones, else 64, 80, 96, 128, 256), with >= 4 pairs, those
+// supports() accepts: at most two head dims per rotary/head ratio. The shapes above are
+// structural (about half the pairs, an odd count); a kernel that takes one model ratio only
+// rejects them all, and a bug of its partial path (inv_freq's exponent over head_dim) would go
+// unchecked (#29: it passed at the standard budget).
+std::vector<RopeSpec> model_partial_specs(const Kernel& k, Dtype dt, Layout l) {
+  if (is_multi_axis(l)) return {};
+  const Domain d = k.domain();
+  const std::vector<std::int64_t> dims =
+      d.head_dims.empty() ? std::vector<std::int64_t>{64, 80, 96, 128, 256} : d.head_dims;
+  std::vector<RopeSpec> specs;
+  std::map<double, int> per_ratio;
+  for (std::int64_t hd : dims)
+    for (std::int64_t rd : model_rotary_dims(hd)) {
+      const double ratio = static_cast<double>(rd) / static_cast<double>(hd);
+      if (rd < 8 || per_ratio[ratio] >= 2) continue;
+      RopeSpec s;
+      s.head_dim = hd;
+      s.rotary_dim = rd;
+      s.base = specs.size() % 2 ? 5e5 : 1e4;
+      s.layout = l;
+      s = s.normalized();
+      if (!k.supports(s, dt)) continue;
+      ++per_ratio[ratio];
+      specs.push_back(s);
+    }
+  return specs;
+}
+
+// The partial-rotary coverage of a configuration's directed specs, as the header line says it:
+// the partial specs the differential runs ("32/64, 64/128"), and whether a gap remains: the
+// kernel accepts partial rotary (probed at 1 to 3 pairs) but no directed partial spec has >= 4
+// pairs, where an exponent or pair-index bug of the partial path could show.
+struct PartialCoverage {
+  std::string ran;  // "rd/hd, ..." (empty: none)
+  std::string gap;  // non-empty: the coverage failure's reason
+};
+
+PartialCoverage partial_coverage(const Kernel& k, Dtype dt, Layout l,
+                                 const std::vector<RopeSpec>& specs) {
+  PartialCoverage pc;
+  bool big = false;
+  for (const RopeSpec& s : specs)
+    if (s.rotary_dim < s.head_dim - s.head_dim % 2) {
+      const std::string rh = std::to_string(s.rotary_dim) + "/" + std::to_string(s.head_dim);
+      if (("," + pc.ran + ",").find(", " + rh + ",") == std::string::npos &&
+          pc.ran.rfind(rh + ",", 0) != 0 && pc.ran != rh)
+        pc.ran += (pc.ran.empty() ? "" : ", ") + rh;
+      big = big || s.n_pairs() >= 4;
+    }
+  if (big || is_multi_axis(l)) return pc;
+  const Domain d = k.domain();
+  std::vector<std::int64_t> dims = d.head_dims;
+  if (dims.empty()) dims = {4, 6, 8, 64, 128};
+  for (std::int64_t hd : dims)
+    for (std::int64_t rd = 2; rd <= 6 && rd < hd - hd % 2; rd += 2) {
+      RopeSpec s;
+      s.head_dim = hd;
+      s.rotary_dim = rd;
+      s.layout = l;
+      s = s.normalized();
+      if (k.supports(s, dt)) {
+        pc.gap = "coverage gap: supports() accepts partial rotary (" + describe(s) +
+                 ") but no partial spec with >= 4 pairs (none of the model ratios 1/2, 1/4, "
+                 "0.4, 64 of head_dim at head dims " +
+                 (d.head_dims.empty() ? std::string("64, 80, 96, 128, 256") : "declared") +
+                 "), so a bug of the partial path (inv_freq over head_dim, a pair index) cannot "
+                 "show; accept a realistic partial spec in supports(), or reject partial rotary";
+        return pc;
+      }
+    }
+  return pc;
 }
 
 // ---- the directed differential check ------------------------------------------------------------
@@ -452,6 +532,29 @@ Cell differential_cell(const Differential& st, int supported) {
   return c;
 }
 
+// The smallest |m| >= 1 inside the declared positions at which some pair's bound reaches its angle
+// cap (the declared angle precision no longer constrains the rotation), or -1. Bisection on the
+// bound, which grows with |m|; every 8th pair and the last are asked (the angle error grows with
+// theta_i, and for the ladder with i).
+std::int64_t unconstrained_from(const verify::PairChecker& c, const RopeSpec& s, const Domain& d) {
+  const auto mag = [](std::int64_t v) { return v == INT64_MIN ? INT64_MAX : (v < 0 ? -v : v); };
+  std::int64_t hi = std::min<std::int64_t>(std::max(mag(d.min_position), mag(d.max_position)),
+                                           std::int64_t{1} << 62);
+  const std::int64_t n = s.n_pairs();
+  const auto capped = [&](std::int64_t m) {
+    for (std::int64_t i = 0; i < n; i = i + 8 < n || i == n - 1 ? i + 8 : n - 1)
+      if (c.bound(i, static_cast<double>(m)).angle_detail.rad >= 2.0) return true;
+    return false;
+  };
+  if (n == 0 || hi < 1 || !capped(hi)) return -1;
+  std::int64_t lo = 0;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (capped(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 // Differential check of one configuration on directed specs and positions. A poisoned plugin
 // stops it with the figures so far and no cell (the caller's fault cell is the verdict).
 void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult& cr,
@@ -465,6 +568,7 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
     if (s.layout == cr.layout) specs.push_back(s);
   const std::vector<std::int64_t> pos1 = directed_positions(dom);
   int supported = 0;
+  std::int64_t unconstrained = -1;
   Differential st;
   bool poisoned = false;
   for (const RopeSpec& spec : specs) {
@@ -477,10 +581,24 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
       poisoned = !differential_call(pk, k, spec, c, in, shape, st);
     }
     if (poisoned) break;
+    const std::int64_t from = unconstrained_from(c, spec, dom);
+    if (from >= 0 && (unconstrained < 0 || from < unconstrained)) unconstrained = from;
   }
+  // Where the rotation stops being constrained, from the bound itself rather than from the
+  // directed positions (which jump from 2^24 to 2^31).
+  if (st.summary.unconstrained_pairs > 0 && unconstrained >= 0)
+    st.summary.min_unconstrained_position = unconstrained;
   cr.diff = st.summary;
   cr.nonfinite_output = st.nonfinite_output;
   if (!poisoned) cr.differential = differential_cell(st, supported);
+  const PartialCoverage pc = partial_coverage(k, d, cr.layout, specs);
+  cr.partial_specs = pc.ran;
+  if (!poisoned && !pc.gap.empty() && !cr.differential.failed) {
+    cr.differential.text = "coverage";
+    cr.differential.failed = true;
+    cr.differential.detail = pc.gap;
+    cr.differential.kind = "coverage_failure";
+  }
 }
 
 int max_success_for(const std::string& budget) {
@@ -635,6 +753,18 @@ std::string replay_command(const ValidateOptions& o, const ConfigResult& r,
 // The table (rows: checks; columns: configurations; cells: cases run, n/a, or the failure), the
 // reasons for n/a grouped by property, then each failure with its counterexample and one replay
 // command. Returns whether anything failed.
+// "f32 angle: rotation unconstrained beyond |m| ~ 2^22.5 (...)": where the bound's angle term
+// reaches its cap for this configuration's declared policy, as the differential saw it.
+std::string unconstrained_text(const ConfigResult& r) {
+  const double m =
+      static_cast<double>(std::max<std::int64_t>(1, r.diff.min_unconstrained_position));
+  return std::string(name(angle_precision(r.policy))) +
+         " angle: rotation unconstrained beyond |m| ~ 2^" + verify::fmt(std::log2(m), 3) + " (" +
+         std::to_string(r.diff.unconstrained_pairs) +
+         " differential pairs there: the declared angle precision bounds the angle error by more "
+         "than 2 rad, so any rotation passes; err and % are over the other pairs)";
+}
+
 bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptions& o) {
   const int w0 = 33;  // the longest property name (31) + 2
   // The differential cells first: the columns are as wide as their widest cell (+ 2), so a
@@ -643,9 +773,14 @@ bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptio
   int w = 30;
   for (const auto& r : results) {
     std::string cell = r.differential.text;
+    // A passing cell's figures are those of the pairs the bound constrains: where the angle
+    // term is at its cap any rotation passes, and its utilization would read like a near-miss.
+    const bool split = cell == "pass" && r.diff.unconstrained_pairs > 0;
+    const double err = split ? r.diff.max_error_u_constrained : r.diff.max_error_u;
+    const double use = split ? r.diff.max_utilization_constrained : r.diff.max_utilization;
     if (r.diff.vectors && (cell == "pass" || cell == "FAIL"))
-      cell += " " + std::to_string(r.diff.vectors) + " (" + verify::fmt(r.diff.max_error_u, 3) +
-              "u " + verify::fmt(100 * r.diff.max_utilization, 3) + "%)";
+      cell += " " + std::to_string(r.diff.vectors) + " (" + verify::fmt(err, 3) + "u " +
+              verify::fmt(100 * use, 3) + "%" + (split ? "*" : "") + ")";
     diff.push_back(cell);
     w = std::max(w, static_cast<int>(cell.size()) + 2);
     for (const auto& pc : r.properties)
@@ -666,6 +801,27 @@ bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptio
             << " per property; vectors: differential vectors vs the exact reference; err: worst "
                "per-pair error in units of the dtype's unit roundoff; %: of the derived bound for "
                "the declared policy)\n";
+  // Lines that hold for a group of configurations: "<prefix><text> [f32 half, bf16 half]".
+  using Groups = std::map<std::string, std::vector<std::string>>;
+  const auto print_groups = [](const char* prefix, const Groups& g) {
+    for (const auto& [text, cfgs] : g) {
+      std::cout << prefix << text << " [";
+      for (std::size_t i = 0; i < cfgs.size(); ++i) std::cout << (i ? ", " : "") << cfgs[i];
+      std::cout << "]\n";
+    }
+  };
+  // Where the declared angle precision stops constraining the rotation (the * cells), and which
+  // partial-rotary specs the differential ran.
+  Groups capped, partial;
+  for (const auto& r : results) {
+    const std::string cfg = std::string(name(r.dtype)) + " " + name(r.layout);
+    if (r.differential.text == "pass" && r.diff.unconstrained_pairs > 0)
+      capped[unconstrained_text(r)].push_back(cfg);
+    partial[r.partial_specs.empty() ? std::string("none accepted by supports()") : r.partial_specs]
+        .push_back(cfg);
+  }
+  print_groups("* ", capped);
+  print_groups("partial rotary (rotary_dim/head_dim) in the differential: ", partial);
   // Not applicable: the reason follows from the declaration; one line per property and reason.
   std::map<std::string, std::vector<std::string>> na;
   for (const auto& r : results)
@@ -713,6 +869,14 @@ nlohmann::json config_json(const ConfigResult& r, const ValidateOptions& o) {
   diff["worst_pair_error_u"] = r.diff.max_error_u;
   diff["worst_bound_utilization"] = r.diff.max_utilization;
   diff["vectors"] = r.diff.vectors;
+  diff["partial_specs"] = r.partial_specs;
+  // Over the pairs whose bound constrains the rotation, and where that stops (null: nowhere).
+  diff["worst_pair_error_u_constrained"] = r.diff.max_error_u_constrained;
+  diff["worst_bound_utilization_constrained"] = r.diff.max_utilization_constrained;
+  diff["unconstrained_pairs"] = r.diff.unconstrained_pairs;
+  diff["unconstrained_beyond_position"] = r.diff.min_unconstrained_position >= 0
+                                              ? nlohmann::json(r.diff.min_unconstrained_position)
+                                              : nlohmann::json(nullptr);
   if (r.differential.failed) diff["replay"] = replay_command(o, r, "Differential");
   jc["differential"] = diff;
   for (const auto& [p, c] : r.properties) {
@@ -858,7 +1022,12 @@ struct CheckResult {
   // Differential only: the maxima the table and validation.json print, and a non-finite output.
   std::int64_t vectors = 0;
   double max_error_u = 0, max_utilization = 0;
+  // Over the pairs whose bound constrains the rotation, and the smallest |m| where it stops
+  // (verify::Summary's *_constrained, min_unconstrained_position).
+  double max_error_u_constrained = 0, max_utilization_constrained = 0;
+  std::int64_t unconstrained_pairs = 0, min_unconstrained_position = -1;
   bool nonfinite_output = false;
+  std::string partial_specs;  // Differential only: ConfigResult::partial_specs
 };
 
 // Doubles by their bits: the maxima may be NaN (JSON has none) and must come back unchanged.
@@ -877,7 +1046,12 @@ std::string to_text(const CheckResult& r) {
                    {"vectors", r.vectors},
                    {"max_error_u", bits(r.max_error_u)},
                    {"max_utilization", bits(r.max_utilization)},
-                   {"nonfinite_output", r.nonfinite_output}};
+                   {"nonfinite_output", r.nonfinite_output},
+                   {"partial_specs", r.partial_specs},
+                   {"max_error_u_constrained", bits(r.max_error_u_constrained)},
+                   {"max_utilization_constrained", bits(r.max_utilization_constrained)},
+                   {"unconstrained_pairs", r.unconstrained_pairs},
+                   {"min_unconstrained_position", r.min_unconstrained_position}};
   if (r.fault)
     j["fault"] = {{"kind", static_cast<int>(r.fault->kind)},
                   {"signal", r.fault->signal},
@@ -900,6 +1074,12 @@ CheckResult from_text(const std::string& s) {
   r.max_error_u = from_bits(j.at("max_error_u").get<std::uint64_t>());
   r.max_utilization = from_bits(j.at("max_utilization").get<std::uint64_t>());
   r.nonfinite_output = j.at("nonfinite_output").get<bool>();
+  r.partial_specs = j.at("partial_specs").get<std::string>();
+  r.max_error_u_constrained = from_bits(j.at("max_error_u_constrained").get<std::uint64_t>());
+  r.max_utilization_constrained =
+      from_bits(j.at("max_utilization_constrained").get<std::uint64_t>());
+  r.unconstrained_pairs = j.at("unconstrained_pairs").get<std::int64_t>();
+  r.min_unconstrained_position = j.at("min_unconstrained_position").get<std::int64_t>();
   if (j.contains("fault")) {
     const auto& f = j.at("fault");
     r.fault.emplace();
@@ -938,6 +1118,11 @@ CheckResult run_check(plugin::PluginKernel& pk, const Config& cfg, int check,
     r.max_error_u = cr.diff.max_error_u;
     r.max_utilization = cr.diff.max_utilization;
     r.nonfinite_output = cr.nonfinite_output;
+    r.partial_specs = cr.partial_specs;
+    r.max_error_u_constrained = cr.diff.max_error_u_constrained;
+    r.max_utilization_constrained = cr.diff.max_utilization_constrained;
+    r.unconstrained_pairs = cr.diff.unconstrained_pairs;
+    r.min_unconstrained_position = cr.diff.min_unconstrained_position;
   } else {
     const props::Property p = props::all_properties()[static_cast<std::size_t>(check - 1)];
     r.cell = run_property(pk, k, p, d, cfg.layout, o, plan.variants, plan.hf_spec, plan.only_spec);
@@ -979,6 +1164,11 @@ ConfigResult assemble(const Config& cfg, const std::vector<const CheckResult*>& 
     cr.diff.max_error_u = r.max_error_u;
     cr.diff.max_utilization = r.max_utilization;
     cr.nonfinite_output = r.nonfinite_output;
+    cr.partial_specs = r.partial_specs;
+    cr.diff.max_error_u_constrained = r.max_error_u_constrained;
+    cr.diff.max_utilization_constrained = r.max_utilization_constrained;
+    cr.diff.unconstrained_pairs = r.unconstrained_pairs;
+    cr.diff.min_unconstrained_position = r.min_unconstrained_position;
     calls += r.calls;
     if (r.fault) config_fault = cr.fault = r.fault;
   }
@@ -1186,6 +1376,8 @@ int run_validate(ValidateOptions o) {
   if (o.worker_memory > (std::uint64_t{1} << 30))
     throw UsageError("--worker-memory: at most 2^30 MiB (0: no limit)");
   if (o.plugin.empty() && o.worker_fds.empty()) throw UsageError("--plugin is required");
+  // Replay lines, shard runs and the report carry the path that was loaded.
+  if (o.worker_fds.empty()) o.plugin = resolve_plugin_path(o.plugin);
   if (!o.worker_fds.empty()) {
     // One serving process answers one call at a time and cannot be forked per runner.
     o.threads = 1;

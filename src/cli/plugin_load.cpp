@@ -2,6 +2,7 @@
 #include "plugin_load.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 
@@ -22,6 +23,22 @@ std::pair<int, int> parse_worker_fds(const std::string& text) {
   return {static_cast<int>(r), static_cast<int>(w)};
 }
 
+std::string resolve_plugin_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path abs = fs::absolute(fs::path(path), ec).lexically_normal();
+  if (ec || path.empty()) throw UsageError("cannot use plugin '" + path + "': not a file path");
+  if (!fs::exists(abs, ec))
+    throw UsageError("cannot use plugin: no such file: " + abs.string() +
+                     (fs::path(path).is_absolute()
+                          ? std::string()
+                          : " ('" + path + "' resolved against the working directory " +
+                                fs::current_path(ec).string() + ")"));
+  if (fs::is_directory(abs, ec))
+    throw UsageError("cannot use plugin: " + abs.string() + " is a directory");
+  return abs.string();
+}
+
 std::unique_ptr<plugin::PluginKernel> load_plugin(const std::string& path,
                                                   const std::string& worker_fds, double timeout,
                                                   std::uint64_t memory_limit) {
@@ -34,7 +51,7 @@ std::unique_ptr<plugin::PluginKernel> load_plugin(const std::string& path,
       const auto [r, w] = parse_worker_fds(worker_fds);
       pk = plugin::PluginKernel::attach(r, w, path, po);
     } else {
-      pk = plugin::PluginKernel::load(path, po);
+      pk = plugin::PluginKernel::load(resolve_plugin_path(path), po);
     }
   } catch (const plugin::LoadError& e) {
     throw UsageError(std::string("cannot use plugin: ") + e.what());

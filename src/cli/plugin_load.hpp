@@ -18,6 +18,12 @@ namespace ropecheck::cli {
 // --worker-fds R,W: the two descriptors of a worker that serves already (plugin::serve).
 std::pair<int, int> parse_worker_fds(const std::string& text);
 
+// A plugin path is a file path: resolved against the working directory (absolute, lexically
+// normalized) before dlopen, which would otherwise search the library path for a bare name
+// ("libmykernel.so" in the current directory was "cannot open shared object file"). UsageError
+// naming the absolute path when no such file exists.
+std::string resolve_plugin_path(const std::string& path);
+
 // UsageError (exit 2) when the plugin cannot be used. memory_limit: bytes the worker may add
 // (plugin::Options::memory_limit; 0: none).
 std::unique_ptr<plugin::PluginKernel> load_plugin(const std::string& path,

@@ -519,4 +519,17 @@ Scaling deepseek_v3_yarn_scaling() {
   return s;
 }
 
+std::vector<std::int64_t> model_rotary_dims(std::int64_t head_dim) {
+  std::vector<std::int64_t> v;
+  auto add = [&](std::int64_t rd) {
+    rd -= rd % 2;
+    if (rd >= 2 && rd < head_dim && std::find(v.begin(), v.end(), rd) == v.end()) v.push_back(rd);
+  };
+  add(head_dim / 2);
+  add(head_dim / 4);
+  add(static_cast<std::int64_t>(std::llround(0.2 * static_cast<double>(head_dim))) * 2);
+  if (head_dim > 64) add(64);
+  return v;
+}
+
 }  // namespace ropecheck

@@ -88,6 +88,7 @@ PairCheck PairChecker::check_diffs(const bounds::PairBound& pb, std::int64_t pai
   r.bound_abs = pb.abs(r.scaled_norm);
   r.bound_u = pb.total_u(r.scaled_norm);
   r.utilization = r.bound_abs > 0 ? r.error_abs / r.bound_abs : (r.error_abs > 0 ? inf : 0.0);
+  r.unconstrained = pb.angle_detail.rad >= 2.0;
   return r;
 }
 

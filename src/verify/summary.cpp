@@ -1,9 +1,24 @@
 #include "ropecheck/verify/verify.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace ropecheck::verify {
 
 void Summary::add_pair(const PairCheck& p, const Location& at) {
   ++pairs;
+  if (p.unconstrained) {
+    ++unconstrained_pairs;
+    std::int64_t m = 0;
+    for (std::int64_t v : at.position)
+      m = std::max(m, v == INT64_MIN ? INT64_MAX : (v < 0 ? -v : v));
+    if (min_unconstrained_position < 0 || m < min_unconstrained_position)
+      min_unconstrained_position = m;
+  } else {
+    if (worse(p.error_u, max_error_u_constrained)) max_error_u_constrained = p.error_u;
+    if (worse(p.utilization, max_utilization_constrained))
+      max_utilization_constrained = p.utilization;
+  }
   if (!any || worse(p.error_u, max_error_u)) {
     max_error_u = p.error_u;
     max_error_at = at;
@@ -25,6 +40,14 @@ void Summary::append(const Summary& l) {
   vectors += l.vectors;
   pairs += l.pairs;
   failures += l.failures;
+  unconstrained_pairs += l.unconstrained_pairs;
+  if (l.min_unconstrained_position >= 0 &&
+      (min_unconstrained_position < 0 || l.min_unconstrained_position < min_unconstrained_position))
+    min_unconstrained_position = l.min_unconstrained_position;
+  if (worse(l.max_error_u_constrained, max_error_u_constrained))
+    max_error_u_constrained = l.max_error_u_constrained;
+  if (worse(l.max_utilization_constrained, max_utilization_constrained))
+    max_utilization_constrained = l.max_utilization_constrained;
   if (l.any) {
     if (!any || worse(l.max_error_u, max_error_u)) {
       max_error_u = l.max_error_u;

@@ -22,6 +22,11 @@
 //   ROPECHECK_WRAP_LAYOUTS         layout mask (default ROPECHECK_LAYOUT_BIT_ALL)
 //   ROPECHECK_WRAP_SCALINGS        scaling mask (default ROPECHECK_SCALING_BIT_ALL)
 //   ROPECHECK_WRAP_DTYPES          dtype mask (default ROPECHECK_DTYPE_BIT_ALL)
+//   ROPECHECK_WRAP_PARTIAL_DIVISOR N  supports() accepts rotary_dim = head_dim and head_dim / N
+//                                  only (a kernel with two paths: full, and gemma.cpp's half-rope
+//                                  layers / ChatGLM at N = 2, GPT-NeoX's quarter at N = 4)
+//   ROPECHECK_WRAP_PARTIAL_ROTARY_DIM R  supports() accepts rotary_dim = head_dim and R only
+//                                  (R = 2: partial rotary of one pair only, a coverage gap)
 // 2. apply() returns ROPECHECK_ERROR (and says why on stderr) for any call outside the declared
 //    domain, so a host that breaks the ABI 3 contract is caught rather than silently served.
 // 3. Bug knobs (broken twins; each a real bug class, the rest of the kernel correct):
@@ -34,6 +39,9 @@
 //   ROPECHECK_WRAP_BUG_PASS_THROUGH_ZEROED   dims outside the rotated pairs zeroed, not copied
 //   ROPECHECK_WRAP_BUG_LAST_PAIR_SKIPPED     the last rotated pair left as the input (a loop
 //                                            bound one pair short)
+//   ROPECHECK_WRAP_BUG_EXPONENT_OVER_HEAD_DIM  when rotary_dim < head_dim, inv_freq's exponent
+//                                            taken over head_dim instead of rotary_dim
+//                                            (base^(-2i/head_dim)): the partial path alone wrong
 //   (A bf16 cos/sin table cannot be injected around a kernel that computes its own: not here.)
 // 4. Declaration knob (the kernel correct, its declared policy understated):
 //   ROPECHECK_WRAP_DECLARE_F32_ROTATION      every dtype's policy declares an f32 table and f32
@@ -140,6 +148,17 @@ bool head_dim_declared(std::int64_t hd) {
   return kNHeadDims == 0;
 }
 
+// rotary_dim as the knob ROPECHECK_WRAP_PARTIAL_DIVISOR restricts it (any when unset).
+bool rotary_dim_declared([[maybe_unused]] std::int64_t hd, [[maybe_unused]] std::int64_t rd) {
+#if defined(ROPECHECK_WRAP_PARTIAL_DIVISOR)
+  return rd == hd || rd * (ROPECHECK_WRAP_PARTIAL_DIVISOR) == hd;
+#elif defined(ROPECHECK_WRAP_PARTIAL_ROTARY_DIM)
+  return rd == hd || rd == (ROPECHECK_WRAP_PARTIAL_ROTARY_DIM);
+#else
+  return true;
+#endif
+}
+
 bool position_declared(std::int64_t p) {
   return (kMinPosition == 0 && kMaxPosition == 0) || (p >= kMinPosition && p <= kMaxPosition);
 }
@@ -207,6 +226,8 @@ std::string host_broke_contract(const ropecheck_spec* c, const ropecheck_tensor*
     return "scaling kind " + std::to_string(c->scaling.kind) + " not declared";
   if (!head_dim_declared(c->head_dim))
     return "head_dim " + std::to_string(c->head_dim) + " not declared";
+  if (!rotary_dim_declared(c->head_dim, c->rotary_dim))
+    return "rotary_dim " + std::to_string(c->rotary_dim) + " not accepted by supports()";
   if (!kMagnitudeScale && c->scale != 1)
     return "scale " + std::to_string(c->scale) + " without ROPECHECK_FLAG_MAGNITUDE_SCALE";
   if (t->real_positions && !kRealPositions)
@@ -304,9 +325,20 @@ void rewrite_outputs(const ropecheck_tensor* t, const Elements& e) {
 int supports(const ropecheck_spec* c, int32_t dtype, void*) {
   ropecheck::RopeSpec s;
   if (!wrapped() || !in_mask(kDtypes, dtype) || !in_mask(kLayouts, c->layout) ||
-      !in_mask(kScalings, c->scaling.kind) || !head_dim_declared(c->head_dim) || !to_spec(c, s))
+      !in_mask(kScalings, c->scaling.kind) || !head_dim_declared(c->head_dim) ||
+      !rotary_dim_declared(c->head_dim, c->rotary_dim) || !to_spec(c, s))
     return 0;
   return wrapped()->supports(s, static_cast<ropecheck::Dtype>(dtype)) ? 1 : 0;
+}
+
+// The spec as the buggy kernel uses it: base^(-2i/head_dim) = (base^(rotary_dim/head_dim))^(-2i/
+// rotary_dim), so the exponent bug is the correct kernel called with that base.
+ropecheck::RopeSpec adapt_spec(ropecheck::RopeSpec s) {
+#ifdef ROPECHECK_WRAP_BUG_EXPONENT_OVER_HEAD_DIM
+  if (s.rotary_dim < s.head_dim)
+    s.base = std::pow(s.base, static_cast<double>(s.rotary_dim) / static_cast<double>(s.head_dim));
+#endif
+  return s;
 }
 
 ropecheck::KernelStatus call_wrapped(const ropecheck::RopeSpec& s, const ropecheck_tensor* t) {
@@ -330,7 +362,7 @@ ropecheck::KernelStatus call_wrapped(const ropecheck::RopeSpec& s, const ropeche
   a.real_positions = t->real_positions ? real.data() : nullptr;
   Elements e = bug_dims(s);
   save_inputs(t, e);
-  const ropecheck::KernelStatus st = wrapped()->apply(s, a);
+  const ropecheck::KernelStatus st = wrapped()->apply(adapt_spec(s), a);
   if (st == ropecheck::KernelStatus::ok && !e.dims.empty()) rewrite_outputs(t, e);
   return st;
 }
@@ -380,6 +412,8 @@ constexpr const char* kDescription =
     "; BUG: pass-through dims zeroed"
 #elif defined(ROPECHECK_WRAP_BUG_LAST_PAIR_SKIPPED)
     "; BUG: last rotated pair not rotated"
+#elif defined(ROPECHECK_WRAP_BUG_EXPONENT_OVER_HEAD_DIM)
+    "; BUG: partial rotary's inv_freq exponent over head_dim"
 #endif
     ;
 

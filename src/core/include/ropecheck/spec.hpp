@@ -196,4 +196,13 @@ std::pair<double, double> yarn_correction_range_f64(const RopeSpec& spec);
 std::vector<double> llama3_freq_factors_f64(const RopeSpec& spec);
 std::string describe(const RopeSpec& s);  // short human-readable one-liner
 
+// The partial-rotary ratios models ship, for one head dim: rotary_dim = head_dim/2 (ChatGLM,
+// Persimmon, gemma.cpp's half-rope layers), /4 (GPT-NeoX / Pythia, StableLM), 0.4 head_dim
+// (Phi-2), a 64-dim rope part (GPT-J's 64 of 256, DeepSeek MLA's 64 beside 128); each rounded down
+// to even, those in [2, head_dim), without repeats. A kernel often takes exactly one of them, so
+// a uniform draw of rotary_dim would almost never reach its partial path (#29: an
+// exponent-over-head_dim bug in it passed); the property generators, their probe of supports()
+// and validate's directed specs all draw these.
+std::vector<std::int64_t> model_rotary_dims(std::int64_t head_dim);
+
 }  // namespace ropecheck

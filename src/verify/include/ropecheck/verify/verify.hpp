@@ -55,11 +55,15 @@ struct PairCheck {
   // relative to the head vector's norm instead (pair.cpp, zero_norm_unit), finite for finite
   // outputs; a lone pair check (no vector) says 0/0 -> 0, e/0 -> inf.
   double error_u = 0;
-  double bound_abs = 0;                   // bounds::PairBound::abs(scaled_norm)
-  double bound_u = 0;                     // bounds::PairBound::total_u(scaled_norm)
-  double utilization = 0;                 // error_abs / bound_abs; 0/0 -> 0, e/0 -> inf
-  bool finite = true;                     // both outputs finite
+  double bound_abs = 0;    // bounds::PairBound::abs(scaled_norm)
+  double bound_u = 0;      // bounds::PairBound::total_u(scaled_norm)
+  double utilization = 0;  // error_abs / bound_abs; 0/0 -> 0, e/0 -> inf
+  bool finite = true;      // both outputs finite
   bool got_nan = false, got_inf = false;
+  // The bound's angle term is at its cap (|dphi| >= 2 rad, bounds.cpp set_angle): the declared
+  // angle precision no longer constrains the rotation here (e.g. an f32 angle at |m| ~ 2^23), so
+  // any rotation passes and this pair's utilization says nothing about the kernel.
+  bool unconstrained = false;
   // The verdict on this pair: false for NaN errors.
   bool within() const { return error_abs <= bound_abs; }
 };
@@ -163,6 +167,12 @@ struct Summary {
   // Each maximum with its own location; NaN is worse than any number and the first NaN stays.
   double max_error_u = 0, max_utilization = 0;
   Location max_error_at, max_utilization_at;
+  // The same maxima over the pairs whose bound still constrains the rotation (not
+  // PairCheck::unconstrained), and where that stops: the smallest |position| of an unconstrained
+  // pair (-1: none). A Differential cell reporting 99.9 % where every rotation passes reads like
+  // a near-failure and is vacuous (#29); these are the figures that mean something.
+  double max_error_u_constrained = 0, max_utilization_constrained = 0;
+  std::int64_t unconstrained_pairs = 0, min_unconstrained_position = -1;
   bool any = false;               // a pair was recorded (else the maxima and locations are empty)
   std::vector<Finding> findings;  // the first `keep` failures
   std::size_t keep = 10;
