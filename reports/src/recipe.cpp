@@ -49,6 +49,13 @@ bool ladder_f32_faithful(const Policy& p, const RopeSpec& spec) {
 
 double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::int64_t m) {
   if (p.recipe == AngleRecipe::ladder_f32) return static_cast<double>(ladder_f32_angle(spec, i, m));
+  if (p.recipe == AngleRecipe::inv_freq_f64) {  // f64 inv_freq rounded once into the angle
+    const double inv = 1.0 / std::pow(spec.base, 2.0 * static_cast<double>(i) /
+                                                     static_cast<double>(spec.rotary_dim));
+    if (p.angle == Dtype::f32)
+      return static_cast<double>(static_cast<float>(m) * static_cast<float>(inv));
+    return rd(rd(static_cast<double>(m), p.angle) * rd(inv, p.angle), p.angle);
+  }
   if (p.recipe == AngleRecipe::hf_f32) {
     const float base_f = static_cast<float>(spec.base);
     const float rd_f = static_cast<float>(spec.rotary_dim);
@@ -84,6 +91,8 @@ int recipe_key(const Policy& p) {
       return 100;
     case AngleRecipe::ladder_f32:
       return 101;
+    case AngleRecipe::inv_freq_f64:
+      return 110 + static_cast<int>(p.angle);
     case AngleRecipe::pow_product:
       break;
   }

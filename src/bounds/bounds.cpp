@@ -53,6 +53,14 @@
 //      Other scaling kinds declared ladder_f32 get the table's generic f32 angle (8.: theta'_i
 //      from the f64 formulas rounded into f32, pow_product's terms, one f32 product), as for the
 //      other recipes; ggml's own YaRN ramp evaluation is not that recipe and is not claimed.
+//    inv_freq_f64 (gemma.cpp ops/ops.h CreateInvTimescale; the host's inv_freq tables): theta_i =
+//    1 / pow(base, 2i/rd) in f64 (base is an f64 exactly; the exponent rounds: e ln(base) u64;
+//    pow within 1 ulp: 2 u64; the reciprocal: u64), then rounded once into the angle precision A
+//    (u_A; nothing when A is f64, the f64 value is theta_i itself), then the product as above:
+//      rho = (e ln base + 3) u64 + [A != f64] u_A,  plus u_A for the product (and u_A more when
+//      |m| > 2^p_A). Against hf_f32 at A = f32 this drops the (e ln base + 3) u32 of the f32
+//      inv_freq: pair 63 of head_dim 128, base 1e4 has 2 u32 + 9 u64 where hf_f32 has 13 u32.
+//      Scaling variants: theta'_i from the f64 formulas (8.), rounded once into A.
 //    All: |m| < 2^53 is exact as a double, so the caller's position is the kernel's.
 //
 // 2. Trig and table. cos/sin are evaluated in the angle precision A, each entry within 2 u_A
@@ -276,6 +284,9 @@ PairBounds::AngleTerms angle_terms(const Policy& policy, const RopeSpec& spec, s
   double k = e * lnb + (dyn || exactly_representable(spec.base, ap) ? 0.0 : e) + 2;
   if (policy.recipe == AngleRecipe::hf_f32) k += 1;
   double rho = k * uA + (dyn ? e * dynamic_base_rel(spec) : 0.0);
+  if (policy.recipe == AngleRecipe::inv_freq_f64)  // theta in f64, then one rounding into A
+    rho = (e * lnb + 3) * u64 + (ap == Dtype::f64 ? 0.0 : uA) +
+          (dyn ? e * dynamic_base_rel(spec) : 0.0);
   switch (sc.kind) {
     case ScalingKind::none:
     case ScalingKind::dynamic:

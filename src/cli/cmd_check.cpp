@@ -39,7 +39,8 @@
 //                    default by rank: 2 -> td, 3 -> thd, 4 -> bhtd (HF's [batch, heads, seq, dim])
 //   angle_precision, table_precision, arithmetic_precision   f64|f32|f16|bf16, default f32
 //   angle_recipe     hf_f32 (default: HF/vLLM inv_freq and f32(m) * inv_freq) | pow_product |
-//                    ladder_f32 (ggml/llama.cpp CPU: f32 theta *= powf(base, -2/dim) per pair)
+//                    ladder_f32 (ggml/llama.cpp CPU: f32 theta *= powf(base, -2/dim) per pair) |
+//                    inv_freq_f64 (gemma.cpp: inv_freq in f64 rounded once, angle product)
 //   fused            true | false (default false)
 // The defaults describe the common production recipe (HF rotate_half in f32): declaring a
 // tighter policy than the kernel really has makes honest results fail, a looser one hides bugs.
@@ -239,8 +240,9 @@ Policy policy_from_keys(const KeyReader& k) {
   if (const auto* rc = k.get("angle_recipe")) {
     const auto recipe = parse_angle_recipe(*rc);
     if (!recipe)
-      throw UsageError("angle_recipe must be hf_f32, pow_product or ladder_f32 (got '" + *rc +
-                       "')");
+      throw UsageError(
+          "angle_recipe must be hf_f32, pow_product, ladder_f32 or inv_freq_f64 (got '" + *rc +
+          "')");
     p.recipe = *recipe;
   }
   k.get_bool("fused", p.fused);

@@ -17,12 +17,15 @@ const char* name(AngleRecipe r) {
       return "hf_f32";
     case AngleRecipe::ladder_f32:
       return "ladder_f32";
+    case AngleRecipe::inv_freq_f64:
+      return "inv_freq_f64";
   }
   return "?";
 }
 
 std::optional<AngleRecipe> parse_angle_recipe(std::string_view s) {
-  for (AngleRecipe r : {AngleRecipe::pow_product, AngleRecipe::hf_f32, AngleRecipe::ladder_f32})
+  for (AngleRecipe r : {AngleRecipe::pow_product, AngleRecipe::hf_f32, AngleRecipe::ladder_f32,
+                        AngleRecipe::inv_freq_f64})
     if (s == name(r)) return r;
   return std::nullopt;
 }

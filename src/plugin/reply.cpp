@@ -38,10 +38,10 @@ bool valid_precision(std::int32_t p) { return p >= 0 && p < ROPECHECK_DTYPE_COUN
 
 // The declared policy of dtype i, checked: precisions and recipe in range, trig_error >= 0.
 Policy declared_policy(const Descriptor& d, const ropecheck_policy& p, int i) {
-  // ABI 2 had no trig_error (reserved bytes, 0) and no ladder recipe.
+  // ABI 2 had no trig_error (reserved bytes, 0) and no ladder or inv_freq_f64 recipe.
   const double trig = d.abi_version >= 3 ? p.trig_error : 0.0;
   const std::int32_t max_recipe =
-      d.abi_version >= 3 ? ROPECHECK_RECIPE_LADDER_F32 : ROPECHECK_RECIPE_HF_F32;
+      d.abi_version >= 3 ? ROPECHECK_RECIPE_INV_FREQ_F64 : ROPECHECK_RECIPE_HF_F32;
   const char* dtype = ropecheck::name(static_cast<Dtype>(i));
   if (!valid_precision(p.angle) || !valid_precision(p.table) || !valid_precision(p.arithmetic) ||
       p.recipe < ROPECHECK_RECIPE_POW_PRODUCT || p.recipe > max_recipe)

@@ -340,6 +340,90 @@ TEST(Bounds, LadderF32ExceedsTheHfF32Bound) {
   EXPECT_GT(w128.worst_ratio, 2.0) << w128.where;
 }
 
+// inv_freq_f64 (gemma.cpp ops/ops.h CreateInvTimescale: inv_timescale = 1 / pow(base, 2i/rd) in
+// double, stored as float; angle = float(pos) * inv_timescale in f32): the computation itself
+// against long double exact angles, over the ladder sweep's specs and positions.
+const Policy kInvF64{Dtype::f32, Dtype::f32, Dtype::f32, AngleRecipe::inv_freq_f64, false, ""};
+
+struct AngleSweep {
+  double worst = 0;
+  std::string where;
+  long n = 0;
+};
+
+template <class AngleFn, class BoundFn>
+void sweep_angles(AngleSweep& w, AngleFn angle, BoundFn bound) {
+  for (const auto& s : ladder_specs())
+    for (std::int64_t p : ladder_positions())
+      for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+        const long double exact =
+            static_cast<long double>(p) *
+            std::pow(static_cast<long double>(s.base),
+                     -static_cast<long double>(2 * i) / static_cast<long double>(s.rotary_dim));
+        const double obs = static_cast<double>(
+            std::fabs((static_cast<long double>(angle(s, i, p)) - exact) / exact));
+        const double rel = bound(s, i, static_cast<double>(p));
+        ++w.n;
+        if (obs / rel > w.worst)
+          w.worst = obs / rel,
+          w.where = describe(s) + " i=" + std::to_string(i) + " p=" + std::to_string(p);
+      }
+}
+
+float gemma_angle(const RopeSpec& s, std::int64_t i, std::int64_t p) {
+  const double inv =
+      1.0 / std::pow(s.base, 2.0 * static_cast<double>(i) / static_cast<double>(s.rotary_dim));
+  return static_cast<float>(p) * static_cast<float>(inv);
+}
+
+float hf_angle(const RopeSpec& s, std::int64_t i, std::int64_t p) {
+  const float inv = 1.0f / std::pow(static_cast<float>(s.base),
+                                    static_cast<float>(2 * i) / static_cast<float>(s.rotary_dim));
+  return static_cast<float>(p) * inv;
+}
+
+TEST(Bounds, InvFreqF64HoldsForTheGemmaComputation) {
+  AngleSweep w;
+  sweep_angles(w, gemma_angle, [](const RopeSpec& s, std::int64_t i, double p) {
+    return bounds::angle_error_bound(kInvF64, s, i, p).rel;
+  });
+  std::cout << std::setprecision(6) << "[inv_freq_f64] " << w.n
+            << " angles, worst observed / inv_freq_f64 bound = " << w.worst << " at " << w.where
+            << "\n";
+  EXPECT_GT(w.n, 100000);
+  EXPECT_LT(w.worst, 1.0) << w.where;
+  EXPECT_GT(w.worst, 0.5) << "the bound should be tight: two roundings it counts are attained";
+}
+
+// Declared inv_freq_f64, an HF f32 computation (f32 inv_freq, its e ln(base) u32 error) exceeds
+// the bound: the recipe is not a looser hf_f32, a misdeclaration is caught.
+TEST(Bounds, HfF32ExceedsTheInvFreqF64Bound) {
+  AngleSweep w;
+  sweep_angles(w, hf_angle, [](const RopeSpec& s, std::int64_t i, double p) {
+    return bounds::angle_error_bound(kInvF64, s, i, p).rel;
+  });
+  std::cout << "[inv_freq_f64] HF f32 computation: worst observed / inv_freq_f64 bound = "
+            << w.worst << " at " << w.where << "\n";
+  EXPECT_GT(w.worst, 2.0) << w.where;
+  // And the HF computation stays within its own bound (hf_f32), the same sweep.
+  AngleSweep own;
+  sweep_angles(own, hf_angle, [](const RopeSpec& s, std::int64_t i, double p) {
+    return bounds::angle_error_bound(kHf, s, i, p).rel;
+  });
+  EXPECT_LT(own.worst, 1.0) << own.where;
+}
+
+TEST(Bounds, InvFreqF64AngleTermByHand) {
+  // Pair 0: theta = 1 exactly (e = 0): rho = 3 u64 + u32 (the rounding into f32, which 1.0 does
+  // not need but the bound counts), plus the product's u32.
+  const auto b = bounds::angle_error_bound(kInvF64, spec128(), 0, 2048);
+  EXPECT_DOUBLE_EQ(b.rel, 3 * std::ldexp(1.0, -53) + 2 * std::ldexp(1.0, -24));
+  // In f64 the rounding into the angle precision is the f64 value itself: no u_A term.
+  const Policy f64{Dtype::f64, Dtype::f64, Dtype::f64, AngleRecipe::inv_freq_f64, false, ""};
+  EXPECT_DOUBLE_EQ(bounds::angle_error_bound(f64, spec128(), 0, 2048).rel,
+                   3 * std::ldexp(1.0, -53) + std::ldexp(1.0, -53));
+}
+
 TEST(Bounds, UnderflowMakesTinyPairsLooser) {
   const auto b = bounds::pair_error_bound(kF64, spec128(), Dtype::f16, 1, 10);
   EXPECT_GT(b.total_u(1e-7), b.total_u(1.0));

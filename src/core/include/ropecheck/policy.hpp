@@ -30,8 +30,15 @@ enum class AngleRecipe : int {
   //   with j roundings (pair 0: float(m) itself). linear: angle = fl(freq_scale * theta) with
   //   freq_scale = 1.0f / float(factor); freq_factors: angle = fl(theta / float(ff_j)).
   ladder_f32 = 2,
+  // inv_freq = 1 / base^(2i / rotary_dim) computed in f64 (a few f64 ulps off the exact value, as
+  // pow gives; scaling variants by their f64 formulas), rounded once into `angle` precision, and
+  // angle = m * inv_freq in `angle` precision: gemma.cpp (ops/ops.h CreateInvTimescale: f64, then
+  // f32), and the host's own inv_freq_f32 / inv_freq_f64 tables handed to plugins (correctly
+  // rounded, which this covers). Values 4 and up are reserved for later recipes.
+  inv_freq_f64 = 3,
 };
-// "pow_product", "hf_f32", "ladder_f32" (the names of reports, `check` and the plugin docs).
+// "pow_product", "hf_f32", "ladder_f32", "inv_freq_f64" (the names of reports, `check` and the
+// plugin docs).
 const char* name(AngleRecipe r);
 std::optional<AngleRecipe> parse_angle_recipe(std::string_view s);
 

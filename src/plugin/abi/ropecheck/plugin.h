@@ -158,6 +158,12 @@ extern "C" {
 #define ROPECHECK_RECIPE_POW_PRODUCT 0
 #define ROPECHECK_RECIPE_HF_F32 1
 #define ROPECHECK_RECIPE_LADDER_F32 2
+/*   INV_FREQ_F64: inv_freq = 1 / base^(2i/rd) computed in f64, rounded once into `angle`, and
+ *                angle = m * inv_freq in `angle` (gemma.cpp's CreateInvTimescale; a kernel that
+ *                uses the host's inv_freq_f32 / inv_freq_f64 table declares this). Additive in
+ *                ABI 3: a host older than this recipe rejects the value (exit 2), never misreads
+ *                it. */
+#define ROPECHECK_RECIPE_INV_FREQ_F64 3
 
 /* Return values of apply(). Any other non-zero value is an error too. */
 #define ROPECHECK_OK 0
