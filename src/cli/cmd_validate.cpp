@@ -337,7 +337,11 @@ std::vector<RopeSpec> model_partial_specs(const Kernel& k, Dtype dt, Layout l) {
       s.rotary_dim = rd;
       s.base = specs.size() % 2 ? 5e5 : 1e4;
       s.layout = l;
-      s = s.normalized();
+      try {
+        s = s.normalized();
+      } catch (const SpecError&) {  // e.g. proportional with an odd rotary split
+        continue;
+      }
       if (!k.supports(s, dt)) continue;
       ++per_ratio[ratio];
       specs.push_back(s);
@@ -358,14 +362,14 @@ PartialCoverage partial_coverage(const Kernel& k, Dtype dt, Layout l,
                                  const std::vector<RopeSpec>& specs) {
   PartialCoverage pc;
   bool big = false;
+  std::vector<std::string> seen;  // "rd/hd" once each (specs differ in base too)
   for (const RopeSpec& s : specs)
     if (s.rotary_dim < s.head_dim - s.head_dim % 2) {
       const std::string rh = std::to_string(s.rotary_dim) + "/" + std::to_string(s.head_dim);
-      if (("," + pc.ran + ",").find(", " + rh + ",") == std::string::npos &&
-          pc.ran.rfind(rh + ",", 0) != 0 && pc.ran != rh)
-        pc.ran += (pc.ran.empty() ? "" : ", ") + rh;
+      if (std::find(seen.begin(), seen.end(), rh) == seen.end()) seen.push_back(rh);
       big = big || s.n_pairs() >= 4;
     }
+  for (std::size_t i = 0; i < seen.size(); ++i) pc.ran += (i ? ", " : "") + seen[i];
   if (big || is_multi_axis(l)) return pc;
   const Domain d = k.domain();
   std::vector<std::int64_t> dims = d.head_dims;
@@ -376,7 +380,11 @@ PartialCoverage partial_coverage(const Kernel& k, Dtype dt, Layout l,
       s.head_dim = hd;
       s.rotary_dim = rd;
       s.layout = l;
-      s = s.normalized();
+      try {
+        s = s.normalized();
+      } catch (const SpecError&) {
+        continue;
+      }
       if (k.supports(s, dt)) {
         pc.gap = "coverage gap: supports() accepts partial rotary (" + describe(s) +
                  ") but no partial spec with >= 4 pairs (none of the model ratios 1/2, 1/4, "
