@@ -722,22 +722,33 @@ void scores_depend_only_on_offset(const Kernel& k, g::Context& c) {
 // documented slack; pass-through dims bit for bit.
 
 // The faithful-rounding half of property 6 for one pair: each element within P plus half an ulp of
-// its exact value. The oracle gives d = RN(got - exact) and RN is monotone, so |d| < slack and
-// |d| > slack decide |got - exact| <= slack as the exact difference would; only |d| == slack
-// needs the MP value.
+// its exact value (a whole ulp when the output is declared rounded toward zero). The oracle gives
+// d = RN(got - exact) and RN is monotone, so |d| < slack and |d| > slack decide
+// |got - exact| <= slack as the exact difference would; only |d| == slack needs the MP value.
+// Toward zero also fixes the direction: |got| = |RZ(v)| <= |v| <= |exact| + P for the pre-storage
+// value v, so an element rounded away from zero by more than P is not a truncation.
 template <Dtype D>
 void expect_faithful(const PairText& pt) {
   const double P = pt.pc.bound(pt.p.pair, pt.position).pre_storage_abs(pt.p.scaled_norm);
+  const bool rz = pt.pc.policy().output_rounding == Rounding::toward_zero;
   for (std::int64_t j : {pt.p.elem_a, pt.p.elem_b}) {
     const double top = std::nextafter(std::fabs(pt.exact.value(j)) + P, INFINITY);
-    const double slack = P + reference::ulp(top, D) / 2;
+    const double slack = P + reference::ulp(top, D) / (rz ? 1 : 2);
     const double d = std::fabs(pt.exact.diff(j, pt.got[j]));
     const bool within = d != slack ? d < slack : abs(ex(pt.got[j]) - pt.exact.mp(j)) <= Mp(slack);
     if (!within) {
       const Mp err = abs(ex(pt.got[j]) - pt.exact.mp(j));
       const auto [e, sl] = verify::fmt_apart(dbl(err), slack);
       fail("element " + std::to_string(j) + " not faithfully rounded: |got - exact| = " + e +
-           " > P + ulp/2 = " + sl + "; " + pt.values());
+           (rz ? " > P + ulp = " : " > P + ulp/2 = ") + sl + "; " + pt.values());
+    }
+    if (rz && std::isfinite(pt.got[j]) && !(abs(ex(pt.got[j])) <= abs(pt.exact.mp(j)) + Mp(P))) {
+      const Mp away = abs(ex(pt.got[j])) - abs(pt.exact.mp(j));
+      const auto [e, sl] = verify::fmt_apart(dbl(away), P);
+      fail("element " + std::to_string(j) +
+           " rounded away from zero under a declared "
+           "output_rounding toward_zero: |got| - |exact| = " +
+           e + " > P = " + sl + "; " + pt.values());
     }
   }
 }

@@ -81,7 +81,8 @@ const char* rotation_part(const Policy& p) {
   const double ua = unit_roundoff(angle_precision(p)), ut = unit_roundoff(p.table),
                ur = unit_roundoff(p.arithmetic);
   const double trig = p.trig_error * ua;
-  const double table = (ut > ua ? ut : 0) + (ur > std::max(ut, ua) ? ur : 0);
+  const double table = (ut > ua ? (p.table_rounding == Rounding::toward_zero ? 2 : 1) * ut : 0) +
+                       (ur > std::max(ut, ua) ? ur : 0);
   const double arith = 2 * ur;
   if (arith >= table && arith >= trig) return "arithmetic";
   return table >= trig ? "table" : "trig";
@@ -95,6 +96,8 @@ std::string limit_of(const json& cell, const Policy& p) {
 // What would fix a limit, in the engine's own terms (its precisions).
 std::string fix_for(const std::string& limit, const Policy& p, const std::string& dtype) {
   const std::string a = name(angle_precision(p));
+  if (limit == "storage" && p.output_rounding == Rounding::toward_zero)
+    return "round the result to nearest-even instead of truncating it (half the storage error)";
   if (limit == "storage") return "nothing to fix: within 2x the " + dtype + " storage rounding";
   if (limit == "angle" && a == "f32")
     return "form the angle m*theta in f64 (f32 positions times an f32 inv_freq lose ~|m| 2^-24 "
@@ -102,7 +105,8 @@ std::string fix_for(const std::string& limit, const Policy& p, const std::string
   if (limit == "angle")
     return "reduce m*theta in wider precision (the " + a + " angle errs by ~|m| u_" + a + " rad)";
   if (limit == "table")
-    return std::string("keep cos/sin in f32 (the table is ") + name(p.table) + ")";
+    return std::string("keep cos/sin in f32 (the table is ") + name(p.table) +
+           (p.table_rounding == Rounding::toward_zero ? ", truncated" : "") + ")";
   if (limit == "trig")
     return "use an accurately range-reduced sin/cos (declared trig error " +
            verify::fmt(p.trig_error, 3) + " u of " + a + ")";

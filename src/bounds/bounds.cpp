@@ -72,10 +72,13 @@
 //    inside the same 2 u_A; its f32 tables build entries by angle addition from two such values
 //    and declare their derived 6.5 u_64 (Policy::trig_error, the factor used here in place of 2
 //    for any kernel that declares one). Rounding the
-//    entry into the table precision T when T is coarser than A adds u_T; converting it into the
-//    arithmetic precision R when R is coarser than both adds u_R; an entry in the table's subnormal
-//    range adds half its subnormal quantum. With per-entry error eps, the perturbation of the 2x2
-//    block is [[dc, -ds], [ds, dc]], whose 2-norm is sqrt(dc^2 + ds^2) <= sqrt(2) eps.
+//    entry into the table precision T when T is coarser than A adds u_T (2 u_T when the table is
+//    declared rounded toward zero: truncation errs by up to a whole ulp, and an ulp of a value
+//    of magnitude <= 1 is <= 2 u_T in T's normal range); converting it into the arithmetic
+//    precision R when R is coarser than both adds u_R; an entry in the table's subnormal range adds
+//    half its subnormal quantum (a whole quantum under truncation). With per-entry error eps, the
+//    perturbation of the 2x2 block is [[dc, -ds], [ds, dc]], whose 2-norm is sqrt(dc^2 + ds^2) <=
+//    sqrt(2) eps.
 //
 // 3. Arithmetic in precision R. out_a = x_a c - x_b s' (and out_b likewise).
 //    Non-fused fl(fl(x_a c) - fl(x_b s')): |err| <= gamma_2 (|x_a c| + |x_b s'|)
@@ -91,12 +94,15 @@
 //    the table or onto the output: 2 max(u_T, u_R) relative, and 0 when s is a power of two.
 //
 // 5. Storage. One rounding per component into D: <= u_D |yhat_j| in the normal range, so
-//    <= u_D ||yhat_p|| per pair.
+//    <= u_D ||yhat_p|| per pair. Declared toward zero (Policy::output_rounding): |RZ(v) - v| <
+//    ulp(v) <= 2 u_D |v|, so 2 u_D ||yhat_p||; and the faithful-rounding check allows a whole ulp
+//    (and asserts |got| <= |pre-storage value|, which truncation guarantees).
 //
 // 6. Underflow. In gradual underflow a rounding errs by at most half the format's smallest
 //    subnormal, absolutely: storage contributes min_sub_D / 2 per component, the arithmetic at most
 //    4 roundings of min_sub_R / 2 per component (two products, the scale multiply, the input
-//    conversion; additions are exact in underflow). Per pair sqrt(2) times that; this term is
+//    conversion; additions are exact in underflow). A storage declared toward zero errs by up to
+//    a whole min_sub_D. Per pair sqrt(2) times that; this term is
 //    divided by s ||x_p||, so the bound is a function of the pair norm.
 //
 // 7. Cross terms. With T' = trig + scale, Rr = arithmetic, S = storage (all relative):
@@ -342,10 +348,12 @@ PairBound position_free_bound(const Policy& policy, const RopeSpec& spec, Dtype 
   b.u = uD;
 
   // 2. trig + table (per entry, absolute since |cos|, |sin| <= 1), then sqrt(2) per pair.
+  const bool table_rz = policy.table_rounding == Rounding::toward_zero;
+  const bool out_rz = policy.output_rounding == Rounding::toward_zero;
   double eps = policy.trig_error * uA;
-  if (pT < pA) eps += uT;
+  if (pT < pA) eps += table_rz ? 2 * uT : uT;
   if (pR < std::min(pA, pT)) eps += uR;
-  eps += min_subnormal(policy.table) / 2;
+  eps += table_rz ? min_subnormal(policy.table) : min_subnormal(policy.table) / 2;
   const double T_rel = std::sqrt(2.0) * eps;
 
   // 3. arithmetic
@@ -362,7 +370,7 @@ PairBound position_free_bound(const Policy& policy, const RopeSpec& spec, Dtype 
   const double Sc_rel = (is_power_of_two(s_eff) && s_rel == 0 ? 0.0 : 2 * std::max(uT, uR)) + s_rel;
 
   // 5. storage
-  const double S_rel = uD;
+  const double S_rel = out_rz ? 2 * uD : uD;
 
   // 7. cross terms
   const double Tp = T_rel + Sc_rel;
@@ -377,7 +385,8 @@ PairBound position_free_bound(const Policy& policy, const RopeSpec& spec, Dtype 
   // 6. underflow, absolute per pair
   const double sub_R = min_subnormal(policy.arithmetic);
   b.underflow_pre_abs = std::sqrt(2.0) * 4 * sub_R / 2;
-  b.underflow_abs = b.underflow_pre_abs + std::sqrt(2.0) * min_subnormal(d) / 2;
+  b.underflow_abs =
+      b.underflow_pre_abs + std::sqrt(2.0) * (out_rz ? min_subnormal(d) : min_subnormal(d) / 2);
   return b;
 }
 

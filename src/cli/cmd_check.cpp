@@ -134,7 +134,9 @@ void warn_unknown_keys(const Keys& k) {
                                               "arithmetic_precision",
                                               "angle_recipe",
                                               "fused",
-                                              "trig_error"};
+                                              "trig_error",
+                                              "table_rounding",
+                                              "output_rounding"};
   for (const auto& kv : k)
     if (!known.count(kv.first))
       std::cerr << "ropecheck check: note: ignoring unknown spec key '" << kv.first << "'\n";
@@ -249,6 +251,15 @@ Policy policy_from_keys(const KeyReader& k) {
   k.get_double("trig_error", p.trig_error);
   if (!(p.trig_error >= 0))
     throw UsageError("trig_error must be >= 0 (units of the angle precision's unit roundoff)");
+  for (const auto& [key, field] : {std::pair{"table_rounding", &Policy::table_rounding},
+                                   std::pair{"output_rounding", &Policy::output_rounding}})
+    if (const auto* v = k.get(key)) {
+      const auto r = parse_rounding(*v);
+      if (!r)
+        throw UsageError(std::string(key) + " must be nearest_even or toward_zero (got '" + *v +
+                         "')");
+      p.*field = *r;
+    }
   return p;
 }
 

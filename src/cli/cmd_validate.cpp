@@ -873,6 +873,8 @@ nlohmann::json cell_json(const Cell& c) {
 nlohmann::json config_json(const ConfigResult& r, const ValidateOptions& o) {
   nlohmann::json jc{
       {"dtype", name(r.dtype)}, {"layout", name(r.layout)}, {"classification", classification(r)}};
+  // The declaration every bound of this configuration was derived from.
+  jc["policy"] = policy_json(r.policy);
   nlohmann::json diff = cell_json(r.differential);
   diff["worst_pair_error_u"] = r.diff.max_error_u;
   diff["worst_bound_utilization"] = r.diff.max_utilization;

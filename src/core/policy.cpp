@@ -30,6 +30,14 @@ std::optional<AngleRecipe> parse_angle_recipe(std::string_view s) {
   return std::nullopt;
 }
 
+const char* name(Rounding r) { return r == Rounding::toward_zero ? "toward_zero" : "nearest_even"; }
+
+std::optional<Rounding> parse_rounding(std::string_view s) {
+  for (Rounding r : {Rounding::nearest_even, Rounding::toward_zero})
+    if (s == name(r)) return r;
+  return std::nullopt;
+}
+
 std::string describe(const Policy& p) {
   // trig_error with the fewest digits that read back as itself ("2", "6.5").
   std::string te;
@@ -44,12 +52,22 @@ std::string describe(const Policy& p) {
   o << "angle " << name(p.angle) << ", table " << name(p.table) << ", arithmetic "
     << name(p.arithmetic) << ", recipe " << name(p.recipe) << ", fused "
     << (p.fused ? "true" : "false") << ", trig_error " << te;
+  if (p.table_rounding != Rounding::nearest_even)
+    o << ", table_rounding " << name(p.table_rounding);
+  if (p.output_rounding != Rounding::nearest_even)
+    o << ", output_rounding " << name(p.output_rounding);
   return o.str();
 }
 
 nlohmann::ordered_json policy_json(const Policy& p) {
-  return {{"angle", name(p.angle)},   {"table", name(p.table)}, {"arithmetic", name(p.arithmetic)},
-          {"recipe", name(p.recipe)}, {"fused", p.fused},       {"trig_error", p.trig_error},
+  return {{"angle", name(p.angle)},
+          {"table", name(p.table)},
+          {"arithmetic", name(p.arithmetic)},
+          {"recipe", name(p.recipe)},
+          {"fused", p.fused},
+          {"trig_error", p.trig_error},
+          {"table_rounding", name(p.table_rounding)},
+          {"output_rounding", name(p.output_rounding)},
           {"notes", p.notes}};
 }
 

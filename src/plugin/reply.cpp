@@ -46,16 +46,26 @@ Policy declared_policy(const Descriptor& d, const ropecheck_policy& p, int i) {
   if (!valid_precision(p.angle) || !valid_precision(p.table) || !valid_precision(p.arithmetic) ||
       p.recipe < ROPECHECK_RECIPE_POW_PRODUCT || p.recipe > max_recipe)
     refuse("plugin '" + d.name + "' declares an invalid precision policy for dtype " + dtype);
+  // ABI 2's bytes here were reserved (0); read them as the ABI 3 rounding mask either way, so a
+  // non-zero value in an ABI 2 descriptor is refused rather than silently ignored.
+  if ((p.rounding & ~ROPECHECK_ROUNDING_ALL) != 0)
+    refuse("plugin '" + d.name + "' declares rounding " + std::to_string(p.rounding) +
+           " for dtype " + dtype +
+           " (a mask of ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO 1 and _OUTPUT_TOWARD_ZERO 2)");
   if (!std::isfinite(trig) || trig < 0)
     refuse("plugin '" + d.name + "' declares trig_error " + std::to_string(trig) + " for dtype " +
            dtype + " (must be finite and >= 0; 0 means the default 2)");
-  return Policy{static_cast<Precision>(p.angle),
-                static_cast<Precision>(p.table),
-                static_cast<Precision>(p.arithmetic),
-                static_cast<AngleRecipe>(p.recipe),
-                p.fused != 0,
-                "third-party plugin (declared policy)",
-                trig == 0 ? 2.0 : trig};
+  Policy out{static_cast<Precision>(p.angle),
+             static_cast<Precision>(p.table),
+             static_cast<Precision>(p.arithmetic),
+             static_cast<AngleRecipe>(p.recipe),
+             p.fused != 0,
+             "third-party plugin (declared policy)",
+             trig == 0 ? 2.0 : trig};
+  if (p.rounding & ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO) out.table_rounding = Rounding::toward_zero;
+  if (p.rounding & ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO)
+    out.output_rounding = Rounding::toward_zero;
+  return out;
 }
 
 // Field by field as send_hello writes them; false when the reply is short.

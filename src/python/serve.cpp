@@ -42,7 +42,7 @@ int element_bytes(int dtype) {
 struct Mailbox {
   std::mutex m;
   std::condition_variable cv;
-  const ropecheck_spec* spec = nullptr;  // the call waiting to be run (nullptr: none)
+  const ropecheck_spec* spec = nullptr;      // the call waiting to be run (nullptr: none)
   const ropecheck_tensor* tensor = nullptr;  // nullptr: a supports() call for `dtype`
   std::int32_t dtype = 0;
   int status = ROPECHECK_OK;
@@ -57,7 +57,7 @@ struct PyKernel {
   py::object call;
   py::object supports;    // supports(spec, dtype_name) -> bool, or None (the masks decide)
   bool in_place = false;  // the callable may rotate x in place (it gets its own copy)
-  std::string error;  // why the last call failed (FaultKind::kernel_error)
+  std::string error;      // why the last call failed (FaultKind::kernel_error)
   std::string name;
   std::vector<std::int64_t> head_dims;
   Mailbox box;
@@ -248,6 +248,9 @@ ropecheck_policy c_policy(const Policy& p) {
   c.recipe = static_cast<std::int32_t>(p.recipe);
   c.fused = p.fused ? 1 : 0;
   c.trig_error = p.trig_error;
+  c.rounding =
+      (p.table_rounding == Rounding::toward_zero ? ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO : 0) |
+      (p.output_rounding == Rounding::toward_zero ? ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO : 0);
   return c;
 }
 

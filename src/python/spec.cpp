@@ -102,12 +102,20 @@ std::string policy_repr(const Policy& p) {
   return "Policy(angle='" + std::string(name(p.angle)) + "', table='" + name(p.table) +
          "', arithmetic='" + name(p.arithmetic) + "', recipe='" + name(p.recipe) +
          "', fused=" + (p.fused ? "True" : "False") +
-         ", trig_error=" + literal(py::float_(p.trig_error)) + ")";
+         ", trig_error=" + literal(py::float_(p.trig_error)) +
+         (p.table_rounding != Rounding::nearest_even
+              ? std::string(", table_rounding='") + name(p.table_rounding) + "'"
+              : std::string()) +
+         (p.output_rounding != Rounding::nearest_even
+              ? std::string(", output_rounding='") + name(p.output_rounding) + "'"
+              : std::string()) +
+         ")";
 }
 
 bool same_policy(const Policy& a, const Policy& b) {
   return a.angle == b.angle && a.table == b.table && a.arithmetic == b.arithmetic &&
-         a.recipe == b.recipe && a.fused == b.fused && a.trig_error == b.trig_error;
+         a.recipe == b.recipe && a.fused == b.fused && a.trig_error == b.trig_error &&
+         a.table_rounding == b.table_rounding && a.output_rounding == b.output_rounding;
 }
 
 // scaling: None, a kind name, or a dict {"kind" (or "rope_type"/"type"): ..., parameters...};
@@ -174,7 +182,8 @@ RopeSpec spec_from_hf(const py::object& config, std::int64_t seq_len) {
 }
 
 Policy make_policy(const py::object& angle, const py::object& table, const py::object& arithmetic,
-                   const std::string& recipe, bool fused, double trig_error) {
+                   const std::string& recipe, bool fused, double trig_error,
+                   const std::string& table_rounding, const std::string& output_rounding) {
   if (!(trig_error >= 0)) throw py::value_error("Policy: trig_error must be >= 0");
   Policy p{dtype_arg(angle, "angle"),
            dtype_arg(table, "table"),
@@ -186,6 +195,10 @@ Policy make_policy(const py::object& angle, const py::object& table, const py::o
   p.recipe = parse_or_throw(parse_angle_recipe(recipe), "recipe", recipe);
   p.fused = fused;
   p.trig_error = trig_error;
+  p.table_rounding =
+      parse_or_throw(parse_rounding(table_rounding), "table_rounding", table_rounding);
+  p.output_rounding =
+      parse_or_throw(parse_rounding(output_rounding), "output_rounding", output_rounding);
   return p;
 }
 
@@ -252,13 +265,18 @@ void bind_spec(py::module_& m) {
                      "A kernel's declared precision policy: what the error bounds derive from.")
       .def(py::init(&make_policy), py::arg("angle") = "f32", py::arg("table") = "f32",
            py::arg("arithmetic") = "f32", py::arg("recipe") = "hf_f32", py::arg("fused") = false,
-           py::arg("trig_error") = 2.0)
+           py::arg("trig_error") = 2.0, py::arg("table_rounding") = "nearest_even",
+           py::arg("output_rounding") = "nearest_even")
       .def_property_readonly("angle", [](const Policy& p) { return name(p.angle); })
       .def_property_readonly("table", [](const Policy& p) { return name(p.table); })
       .def_property_readonly("arithmetic", [](const Policy& p) { return name(p.arithmetic); })
       .def_property_readonly("recipe", [](const Policy& p) { return name(p.recipe); })
       .def_readonly("fused", &Policy::fused)
       .def_readonly("trig_error", &Policy::trig_error)
+      .def_property_readonly("table_rounding",
+                             [](const Policy& p) { return name(p.table_rounding); })
+      .def_property_readonly("output_rounding",
+                             [](const Policy& p) { return name(p.output_rounding); })
       .def(
           "__eq__", [](const Policy& a, const Policy& b) { return same_policy(a, b); },
           py::is_operator())

@@ -11,6 +11,12 @@ namespace ropecheck::verify {
 
 namespace {
 
+// |exact_j| as a double (rounded; the hint only compares magnitudes).
+double magnitude(const reference::ExactVector& v, std::int64_t j) { return std::fabs(v.value(j)); }
+double magnitude(const reference::MpVector& v, std::int64_t j) {
+  return std::fabs(static_cast<double>(v(j)));
+}
+
 // Every pair of `got` within the bound of checker c against the exact output `exact`.
 template <class Exact>
 bool all_within(const PairChecker& c, const std::vector<std::int64_t>& positions, const double* x,
@@ -67,6 +73,43 @@ std::string lower_precision_hint(const PairChecker& c, const std::vector<std::in
   return "";
 }
 
+// The errors fit the declared policy with cos/sin and results rounded toward zero, and the
+// outputs lean toward zero: at least 7/8 of the elements (of 16 or more whose exact value is not
+// tiny) have |got| < |exact|. Round-to-nearest puts about half on each side; truncation puts all
+// but the few that pre-storage error pushes outward below. Both conditions are needed: the fit
+// alone is also met by a kernel whose error is merely within the doubled table/storage terms.
+template <class Exact>
+std::string toward_zero_hint(const PairChecker& c, const std::vector<std::int64_t>& positions,
+                             const double* x, const double* got, const Exact& exact) {
+  const Policy& p = c.policy();
+  if (p.output_rounding == Rounding::toward_zero && p.table_rounding == Rounding::toward_zero)
+    return "";
+  Policy q = p;
+  q.table_rounding = q.output_rounding = Rounding::toward_zero;
+  const PairChecker qc(q, c.spec(), c.dtype());
+  if (!all_within(qc, positions, x, got, exact)) return "";
+  const RopeSpec& s = c.spec();
+  const double tiny = std::ldexp(4.0, traits(c.dtype()).emin);
+  std::int64_t n = 0, below = 0;
+  for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+    const auto [a, b] = s.pair(i);
+    for (std::int64_t j : {a, b}) {
+      const double e = magnitude(exact, j);
+      if (!(e > tiny) || !std::isfinite(got[j])) continue;
+      ++n;
+      below += std::fabs(got[j]) < e ? 1 : 0;
+    }
+  }
+  if (n < 16 || 8 * below < 7 * n) return "";
+  return std::to_string(below) + " of " + std::to_string(n) +
+         " outputs lie below the exact magnitude and the errors fit cos/sin and results rounded "
+         "toward zero (truncated, e.g. bf16 as the top 16 bits of an f32): if your kernel "
+         "truncates on purpose, declare Policy(table_rounding='toward_zero', "
+         "output_rounding='toward_zero') (C: policies[dtype].rounding = "
+         "ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO | ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO; spec keys "
+         "table_rounding / output_rounding = toward_zero)";
+}
+
 template <class Exact>
 std::string diagnose_with(const PairChecker& c, const std::vector<std::int64_t>& positions,
                           const double* x, const double* got, const VectorCheck& v,
@@ -84,6 +127,7 @@ std::string diagnose_with(const PairChecker& c, const std::vector<std::int64_t>&
            "overwrites them";
   if (!pairs_fail || !finite || positions.empty() || s.n_axes() != 1) return "";
   std::string h = other_layout_hint(c, positions, x, got);
+  if (h.empty()) h = toward_zero_hint(c, positions, x, got, exact);
   if (h.empty()) h = lower_precision_hint(c, positions, x, got, exact);
   return h;
 }

@@ -424,6 +424,56 @@ TEST(Bounds, InvFreqF64AngleTermByHand) {
                    3 * std::ldexp(1.0, -53) + std::ldexp(1.0, -53));
 }
 
+// Declared rounding toward zero (ncnn's bf16 truncation): the table's rounding into T and the
+// storage rounding into D each count a whole unit instead of half (bounds.cpp, sections 2 and 5),
+// their subnormal quanta whole too; every other term is unchanged.
+TEST(Bounds, TowardZeroDoublesTheTableAndStorageRoundings) {
+  const Policy rn{Dtype::f32, Dtype::bf16, Dtype::f32, AngleRecipe::hf_f32, false, ""};
+  Policy rz = rn;
+  rz.table_rounding = rz.output_rounding = Rounding::toward_zero;
+  const auto s = spec128();
+  const auto a = bounds::pair_error_bound(rn, s, Dtype::bf16, 9, 3000);
+  const auto b = bounds::pair_error_bound(rz, s, Dtype::bf16, 9, 3000);
+  const double uT = std::ldexp(1.0, -8), uA = std::ldexp(1.0, -24), uD = uT;
+  EXPECT_DOUBLE_EQ(a.trig * uD, std::sqrt(2.0) * (2 * uA + uT + std::ldexp(1.0, -133) / 2));
+  EXPECT_DOUBLE_EQ(b.trig * uD, std::sqrt(2.0) * (2 * uA + 2 * uT + std::ldexp(1.0, -133)));
+  EXPECT_EQ(a.storage, 1);
+  EXPECT_EQ(b.storage, 2);
+  EXPECT_EQ(a.angle, b.angle);
+  EXPECT_EQ(a.arithmetic, b.arithmetic);
+  EXPECT_GT(b.underflow_abs, a.underflow_abs);
+  EXPECT_GT(b.total_u(1.0), a.total_u(1.0) + 2.4);  // sqrt(2) + 1 more units
+  // A table as wide as the angle is not rounded at all: nothing changes.
+  Policy wide = kHf;
+  wide.table_rounding = Rounding::toward_zero;
+  EXPECT_EQ(bounds::pair_error_bound(wide, s, Dtype::f32, 9, 3000).trig,
+            bounds::pair_error_bound(kHf, s, Dtype::f32, 9, 3000).trig);
+}
+
+// The storage term under truncation is attained: f32 -> bf16 by `bits >> 16` over 2^20 random
+// normal f32 values (below bf16's largest finite) errs by more than 0.99 of 2 u |v| and never
+// more (0.992 with this seed; the nearest-even conversion by more than 0.99 of u |v|). The
+// toward-zero bound would be 2x loose if truncation erred by half.
+TEST(Bounds, TruncationIntoBf16AttainsTheWholeUnit) {
+  std::mt19937_64 g(29);
+  std::uniform_int_distribution<std::uint32_t> bits(0x00800000u, 0x7f7f0000u);
+  double worst_rz = 0, worst_rn = 0;
+  for (int i = 0; i < (1 << 20); ++i) {
+    const float v = std::bit_cast<float>(bits(g));
+    const float rz = std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) & 0xffff0000u);
+    const double u = std::ldexp(1.0, -8);
+    worst_rz = std::max(worst_rz, std::fabs(double(rz) - v) / (2 * u * std::fabs(double(v))));
+    const double rn = round_to_dtype(v, Dtype::bf16);
+    worst_rn = std::max(worst_rn, std::fabs(rn - v) / (u * std::fabs(double(v))));
+  }
+  std::cout << "truncation into bf16: worst |err| / (2u|v|) = " << worst_rz
+            << ", nearest-even: worst |err| / (u|v|) = " << worst_rn << "\n";
+  EXPECT_LT(worst_rz, 1.0);
+  EXPECT_GT(worst_rz, 0.99);
+  EXPECT_LE(worst_rn, 1.0);
+  EXPECT_GT(worst_rn, 0.99);
+}
+
 TEST(Bounds, UnderflowMakesTinyPairsLooser) {
   const auto b = bounds::pair_error_bound(kF64, spec128(), Dtype::f16, 1, 10);
   EXPECT_GT(b.total_u(1e-7), b.total_u(1.0));

@@ -237,7 +237,7 @@ static const ropecheck_plugin descriptor = {
     PLUGIN_HEAD_DIMS_PTR,
     PLUGIN_N_HEAD_DIMS,
     {
-        /* {angle, table, arithmetic, recipe, fused, reserved_i32, trig_error (0 = the default 2:
+        /* {angle, table, arithmetic, recipe, fused, rounding, trig_error (0 = the default 2:
          * glibc's cos/sin are within 1 ulp)} */
         /* f64: everything in f64 */
         {ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64,

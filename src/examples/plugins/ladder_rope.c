@@ -157,7 +157,7 @@ static int ladder_apply(const ropecheck_spec* sp, const ropecheck_tensor* t, voi
 #else
 #define LADDER_RECIPE ROPECHECK_RECIPE_LADDER_F32
 #endif
-/* {angle, table, arithmetic, recipe, fused, reserved_i32, trig_error (0 = the default 2)} */
+/* {angle, table, arithmetic, recipe, fused, rounding, trig_error (0 = the default 2)} */
 #define LADDER_POLICY \
   { ROPECHECK_DTYPE_F32, ROPECHECK_DTYPE_F32, ROPECHECK_DTYPE_F32, LADDER_RECIPE, 0, 0, 0.0 }
 

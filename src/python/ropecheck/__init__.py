@@ -275,7 +275,9 @@ def _metadata(spec, policy, tensor_layout):
         md.update({"angle_precision": policy.angle, "table_precision": policy.table,
                    "arithmetic_precision": policy.arithmetic, "angle_recipe": policy.recipe,
                    "fused": "true" if policy.fused else "false",
-                   "trig_error": repr(policy.trig_error)})
+                   "trig_error": repr(policy.trig_error),
+                   "table_rounding": policy.table_rounding,
+                   "output_rounding": policy.output_rounding})
     if tensor_layout is not None:
         md["tensor_layout"] = tensor_layout
     return md

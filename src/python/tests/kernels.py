@@ -122,6 +122,22 @@ def bf16_table(x, positions, spec):
     return hf_rope(x, positions, spec, table=torch.bfloat16)
 
 
+def truncate_to_bf16(t):
+    """f32 -> bf16 by keeping the top 16 bits (round toward zero), as ncnn's float32_to_bfloat16."""
+    bits = t.float().contiguous().view(torch.int32) & -65536  # 0xffff0000 as int32
+    return bits.view(torch.float32).to(torch.bfloat16)  # exact: already a bf16 value
+
+
+def ncnn_bf16_truncating(x, positions, spec):
+    """ncnn's x86 bf16 RotaryEmbed (rotaryembed_bf16s.h): f32 cos/sin truncated to bf16, the
+    rotation in f32, the result truncated to bf16. Defined for bf16 inputs, full rotary."""
+    cos, sin = hf_cos_sin(positions, spec)
+    cos = truncate_to_bf16(cos).float()[:, None, :]
+    sin = truncate_to_bf16(sin).float()[:, None, :]
+    xf = x.float()
+    return truncate_to_bf16(xf * cos + rotate_half(xf) * sin)
+
+
 def exponent_over_head_dim(x, positions, spec):
     return hf_rope(x, positions, spec, exponent_dim=spec.head_dim)
 

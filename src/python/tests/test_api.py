@@ -96,6 +96,7 @@ REPR_POLICIES = [
     rc.Policy(angle="f64", table="bf16", arithmetic="bf16", recipe="pow_product", fused=True,
               trig_error=0.1 + 0.2),
     rc.Policy(table="f16", arithmetic="f16", trig_error=3.0),
+    rc.Policy(table="bf16", table_rounding="toward_zero", output_rounding="toward_zero"),
 ]
 
 
@@ -113,4 +114,9 @@ def test_equality_compares_every_field():
     assert a != rc.Spec(head_dim=64, scaling="yarn", factor=4.0,
                         original_max_position_embeddings=4096, truncate=False)
     assert rc.Policy() != rc.Policy(trig_error=2.5) and rc.Policy() != rc.Policy(fused=True)
+    assert rc.Policy() != rc.Policy(output_rounding="toward_zero")
+    assert rc.Policy() != rc.Policy(table_rounding="toward_zero")
+    assert rc.Policy().output_rounding == "nearest_even"
+    with pytest.raises(ValueError, match="output_rounding"):
+        rc.Policy(output_rounding="truncate")
     assert a != "spec" and rc.Policy() != None  # noqa: E711 (NotImplemented, not TypeError)

@@ -57,6 +57,16 @@ def test_table_precision_is_judged_against_the_declaration():
     assert rc.check(x, y, pos, SPEC, policy=rc.Policy(table="bf16")).passed
 
 
+def test_truncated_output_is_judged_against_the_declared_rounding():
+    # ncnn-style bf16 truncation of the cos/sin cache and of the result: within the toward-zero
+    # bound, outside the nearest-even one (the same tensors, two declarations).
+    x, pos = data(torch.bfloat16, tokens=256)
+    y = kernels.ncnn_bf16_truncating(x, pos, SPEC)
+    rz = rc.Policy(table="bf16", table_rounding="toward_zero", output_rounding="toward_zero")
+    assert rc.check(x, y, pos, SPEC, policy=rz).passed
+    assert not rc.check(x, y, pos, SPEC, policy=rc.Policy(table="bf16")).passed
+
+
 def test_bad_input_is_a_clear_error():
     x, pos = data(torch.float32)
     with pytest.raises(ValueError, match="same dtype and shape"):

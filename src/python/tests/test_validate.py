@@ -65,6 +65,24 @@ def mrope_cells(v):
     return next(c for c in v.json["configurations"] if c["layout"] == "mrope")["properties"]
 
 
+def test_truncating_bf16_kernel_passes_declared_toward_zero_only():
+    # ncnn truncates into bf16 on purpose (#29): declared so, the derived bound takes a whole ulp
+    # for the table and the result and the kernel passes; declared nearest-even it fails, and the
+    # hint names the declaration that fits.
+    rz = rc.Policy(table="bf16", arithmetic="f32", table_rounding="toward_zero",
+                   output_rounding="toward_zero")
+    kw = dict(dtypes=["bf16"], layouts=["half"], head_dims=[64, 128],
+              supports=lambda spec, dtype: spec.rotary_dim == spec.head_dim)
+    v = rc.validate(kernels.ncnn_bf16_truncating, policy=rz, **kw)
+    assert v.passed, str(v)
+    assert v.json["configurations"][0]["policy"]["output_rounding"] == "toward_zero"
+    v = rc.validate(kernels.ncnn_bf16_truncating, policy=rc.Policy(table="bf16", arithmetic="f32"),
+                    properties=["Differential"], **kw)
+    assert not v.passed
+    assert "Differential" in failed_checks(v)
+    assert "table_rounding='toward_zero', output_rounding='toward_zero'" in str(v), str(v)
+
+
 def test_qwen2vl_mrope_passes():
     # Multi-axis calls give the kernel positions [tokens, 3] (t, h, w); the per-axis properties
     # draw distinct positions per axis. half is declared too: EqualAxesReduceToOneDimensional

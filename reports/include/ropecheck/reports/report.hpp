@@ -46,7 +46,8 @@ namespace ropecheck::reports {
 // 3: the policy's trig_error; simd_path avx512bf16.
 // 4: the policy's recipe may be ladder_f32 (ggml / llama.cpp).
 // 5: the engine atlas block ("atlas"; its checks come first in "checks"), a plugin's "domain",
-//    and validate --out's "validation" verdict.
+//    and validate --out's "validation" verdict. Additive within 5 (readers of 5 ignore them):
+//    recipe inv_freq_f64, buckets[].label, policy table_rounding / output_rounding.
 inline constexpr int kSchemaVersion = 5;
 
 // Bad options: the CLI maps this to exit status 2.

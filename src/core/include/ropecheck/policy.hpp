@@ -42,6 +42,18 @@ enum class AngleRecipe : int {
 const char* name(AngleRecipe r);
 std::optional<AngleRecipe> parse_angle_recipe(std::string_view s);
 
+// How a value is rounded into a storage format (the cos/sin table, the output tensor). Values are
+// the plugin ABI's ROPECHECK_ROUNDING_* bits shifted into place (plugin.h).
+//   nearest_even: IEEE round-to-nearest-even (C casts, PyTorch .to(), F16C, AVX512-BF16
+//                 vcvtneps2bf16): error <= u |x| (half an ulp).
+//   toward_zero:  truncation, e.g. f32 -> bf16 by `bits >> 16` (ncnn's float32_to_bfloat16 in
+//                 src/mat.h; its x86 float2bfloat helpers without AVX512-BF16): error < 2u |x|
+//                 (a whole ulp), and |result| <= |x|.
+enum class Rounding : int { nearest_even = 0, toward_zero = 1 };
+// "nearest_even", "toward_zero".
+const char* name(Rounding r);
+std::optional<Rounding> parse_rounding(std::string_view s);
+
 // Declared precision policy, as data: what the bounds are derived from and what reports print.
 struct Policy {
   Precision angle;       // precision of theta_i and of m * theta_i
@@ -55,10 +67,17 @@ struct Policy {
   // rounded or 1-ulp libm (the default); a kernel that builds entries from other entries (angle
   // addition) declares its derived figure. Enters the bound's trig term (bounds.cpp, section 2).
   double trig_error = 2;
+  // How cos/sin are rounded into `table` (when it is narrower than the angle precision) and the
+  // result into the storage dtype. Enter the bound's table and storage terms (bounds.cpp,
+  // sections 2 and 5) and the faithful-rounding check of MatchesReferenceWithinBound.
+  Rounding table_rounding = Rounding::nearest_even;
+  Rounding output_rounding = Rounding::nearest_even;
 };
 
 // Every field of a declared policy on one line (`check` and `validate` print it):
-// "angle f32, table f32, arithmetic f32, recipe hf_f32, fused false, trig_error 2".
+// "angle f32, table f32, arithmetic f32, recipe hf_f32, fused false, trig_error 2", then
+// ", table_rounding toward_zero" / ", output_rounding toward_zero" when declared (nearest-even, the
+// default, is not spelled out so that every existing declaration reads as before).
 std::string describe(const Policy& p);
 // The policy as reports, `list --json` and `eval` print it (field order kept).
 nlohmann::ordered_json policy_json(const Policy& p);

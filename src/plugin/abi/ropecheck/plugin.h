@@ -165,6 +165,22 @@ extern "C" {
  *                it. */
 #define ROPECHECK_RECIPE_INV_FREQ_F64 3
 
+/* ropecheck_policy.rounding (additive in ABI 3): which conversions into storage truncate.
+ *   TABLE_TOWARD_ZERO:  cos/sin are rounded toward zero into `table` (when it is narrower than the
+ *                       angle precision), e.g. an f32 cache stored as bf16 by `bits >> 16`.
+ *   OUTPUT_TOWARD_ZERO: the result is rounded toward zero into the tensor's dtype (ncnn's
+ *                       float32_to_bfloat16 in src/mat.h and its x86 float2bfloat helpers
+ *                       without AVX512-BF16 truncate both).
+ * A truncation errs by up to a whole ulp instead of half of one: the derived bound takes 2 u for
+ * that term, and MatchesReferenceWithinBound accepts |got - exact| <= P + ulp with |got| never
+ * above |exact| + P. A host that predates these bits reads the bytes as reserved and checks
+ * nearest-even, which a truncating kernel fails: never a false PASS. */
+#define ROPECHECK_ROUNDING_NEAREST_EVEN 0
+#define ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO (1 << 0)
+#define ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO (1 << 1)
+#define ROPECHECK_ROUNDING_ALL \
+  (ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO | ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO)
+
 /* Return values of apply(). Any other non-zero value is an error too. */
 #define ROPECHECK_OK 0
 #define ROPECHECK_UNSUPPORTED 1 /* this spec/dtype is not handled: skipped, not failed */
@@ -291,7 +307,10 @@ typedef struct ropecheck_policy {
   int32_t arithmetic; /* precision of the rotation's multiply-adds */
   int32_t recipe;     /* ROPECHECK_RECIPE_* */
   int32_t fused;      /* 1 if the rotation uses FMA (one rounding per output) */
-  int32_t reserved_i32;
+  /* ABI 3, additive: how values are rounded into their storage, a mask of ROPECHECK_ROUNDING_*
+   * (0 = round to nearest even everywhere, the default; in earlier ABI 3 headers these bytes were
+   * reserved, 0). Unknown bits are refused at load time (exit 2). */
+  int32_t rounding;
   /* ABI 3: each cos/sin value, before its rounding into the table precision, is within
    * trig_error units of the angle precision's unit roundoff (absolute) of the exact cos/sin of the
    * kernel's angle. 0 = the default 2 (a correctly rounded or 1-ulp libm such as glibc's
