@@ -1120,7 +1120,7 @@ CheckResult run_check(plugin::PluginKernel& pk, const Config& cfg, int check,
     std::cerr << "[validate] " << name(d) << " " << name(cfg.layout)
               << " (declared policy: " << describe(pk.policy(d)) << ")\n";
     ref::set_precision_bits(ref::default_bits(d));
-    ConfigResult cr{d, cfg.layout, {}, {}, {}, false, std::nullopt};
+    ConfigResult cr{d, cfg.layout, {}, {}, {}, false, std::nullopt, {}, {}};
     differential(pk, k, cr, o.seed, plan.extra_specs,
                  o.oracle == "mpfr" ? ref::OracleMode::mpfr : ref::OracleMode::fast);
     r.cell = cr.differential;
@@ -1163,7 +1163,7 @@ bool still_needed(const std::vector<const CheckResult*>& checks, int check) {
 // the sequential rules of still_needed. Adds the plugin calls of the checks used to `calls`.
 ConfigResult assemble(const Config& cfg, const std::vector<const CheckResult*>& checks,
                       const ValidateOptions& o, std::uint64_t& calls) {
-  ConfigResult cr{cfg.dtype, cfg.layout, {}, {}, {}, false, std::nullopt};
+  ConfigResult cr{cfg.dtype, cfg.layout, {}, {}, {}, false, std::nullopt, {}, {}};
   std::optional<plugin::Fault> config_fault;
   if (!wanted(o, "Differential")) {
     cr.differential = {"not run", false, "not selected (--properties)"};
