@@ -127,6 +127,7 @@ struct ConfigResult {
   std::optional<plugin::Fault> fault;
   Policy policy{};  // the plugin's declared policy for this dtype (printed with each replay)
   std::string partial_specs;  // the differential's partial-rotary specs, "rd/hd, ..." (coverage)
+  std::string structural;     // the structural variants it ran (structural_coverage)
 };
 
 // The named classification of one configuration in validation.json: the fault kind when the
@@ -207,53 +208,98 @@ std::vector<std::int64_t> directed_positions(const Domain& d) {
   return p;
 }
 
-// Representative variant specs (real-model parameters) for the directed differential check of a
-// plugin that declares scaling kinds: each is shaped to the layout of the configuration.
-std::vector<RopeSpec> variant_specs(Layout l) {
-  std::vector<RopeSpec> v;
-  auto add = [&](std::int64_t hd, double base, Scaling sc) {
-    RopeSpec s;
-    s.head_dim = hd;
-    s.base = base;
-    s.layout = l;
-    s.scaling = std::move(sc);
-    if (l == Layout::mrope || l == Layout::imrope) s.sections = {hd / 8, 3 * hd / 16, 3 * hd / 16};
-    if (l == Layout::axial) s.sections = {hd / 8, 3 * hd / 16, 3 * hd / 16};
-    try {
-      v.push_back(s.normalized());
-    } catch (const SpecError&) {  // a variant this layout cannot take (e.g. axial + scaling)
-    }
+// The head dims the directed checks call structural variants at: the declared ones, else the
+// realistic 64, 80, 96, 128, 256 (the sizes production kernels run).
+std::vector<std::int64_t> realistic_head_dims(const Domain& d) {
+  return d.head_dims.empty() ? std::vector<std::int64_t>{64, 80, 96, 128, 256} : d.head_dims;
+}
+
+// The scaling variants of the directed differential check, with real-model parameters: per
+// variant a group of specs, its model head dim first, then each of `dims`; the differential runs
+// the first of a group supports() accepts. A kernel that takes a scaling kind at one head dim only
+// (a template instantiated for 96) still gets the kind checked at that dim (#29, generalized: the
+// groups used to hold the model dim alone, and such a kernel got no spec of the kind at all).
+// with_model_dim false: `dims` only (the small probes of structural_coverage).
+std::vector<std::vector<RopeSpec>> variant_groups(Layout l, const std::vector<std::int64_t>& dims,
+                                                  bool with_model_dim = true) {
+  struct Template {
+    std::int64_t hd;
+    double base;
+    std::function<Scaling(std::int64_t)> make;  // the variant for n pairs
   };
-  Scaling lin;
-  lin.kind = ScalingKind::linear;
-  lin.factor = 4;
-  add(64, 1e4, lin);
-  Scaling dyn;
-  dyn.kind = ScalingKind::dynamic;
-  dyn.factor = 2;
-  dyn.max_position_embeddings = 4096;
-  dyn.seq_len = 16384;
-  add(64, 1e4, dyn);
-  add(64, 1e4, deepseek_v3_yarn_scaling());
-  Scaling yarn2;  // Qwen-style: derived attention factor 0.1 ln f + 1
-  yarn2.kind = ScalingKind::yarn;
-  yarn2.factor = 4;
-  yarn2.original_max_position_embeddings = 32768;
-  add(128, 1e6, yarn2);
-  add(128, 5e5, llama31_scaling());
-  for (std::int64_t seq : {4096, 4097}) {  // LongRoPE on both sides of the strict switch
-    Scaling lr;
-    lr.kind = ScalingKind::longrope;
-    lr.original_max_position_embeddings = 4096;
-    lr.max_position_embeddings = 131072;
-    lr.seq_len = seq;
-    for (int i = 0; i < 32; ++i) {
-      lr.short_factor.push_back(1.0 + 0.05 * i);
-      lr.long_factor.push_back(1.0 + 1.5 * i);
+  std::vector<Template> ts;
+  ts.push_back({64, 1e4, [](std::int64_t) {
+                  Scaling lin;
+                  lin.kind = ScalingKind::linear;
+                  lin.factor = 4;
+                  return lin;
+                }});
+  ts.push_back({64, 1e4, [](std::int64_t) {
+                  Scaling dyn;
+                  dyn.kind = ScalingKind::dynamic;
+                  dyn.factor = 2;
+                  dyn.max_position_embeddings = 4096;
+                  dyn.seq_len = 16384;
+                  return dyn;
+                }});
+  ts.push_back({64, 1e4, [](std::int64_t) { return deepseek_v3_yarn_scaling(); }});
+  ts.push_back({128, 1e6, [](std::int64_t) {  // Qwen-style: derived attention factor 0.1 ln f + 1
+                  Scaling yarn2;
+                  yarn2.kind = ScalingKind::yarn;
+                  yarn2.factor = 4;
+                  yarn2.original_max_position_embeddings = 32768;
+                  return yarn2;
+                }});
+  ts.push_back({128, 5e5, [](std::int64_t) { return llama31_scaling(); }});
+  ts.push_back({128, 5e5, [](std::int64_t np) {  // ggml rope_freqs: per-pair divisors >= 1
+                  Scaling ff;
+                  ff.kind = ScalingKind::freq_factors;
+                  for (std::int64_t i = 0; i < np; ++i)
+                    ff.freq_factors.push_back(
+                        1.0 + 7.0 * static_cast<double>(i) /
+                                  static_cast<double>(std::max<std::int64_t>(np, 1)));
+                  return ff;
+                }});
+  for (std::int64_t seq : {4096, 4097})  // LongRoPE on both sides of the strict switch
+    ts.push_back({64, 1e4, [seq](std::int64_t np) {
+                    Scaling lr;
+                    lr.kind = ScalingKind::longrope;
+                    lr.original_max_position_embeddings = 4096;
+                    lr.max_position_embeddings = 131072;
+                    lr.seq_len = seq;
+                    for (std::int64_t i = 0; i < np; ++i) {
+                      lr.short_factor.push_back(1.0 + 0.05 * static_cast<double>(i));
+                      lr.long_factor.push_back(1.0 + 1.5 * static_cast<double>(i));
+                    }
+                    return lr;
+                  }});
+  std::vector<std::vector<RopeSpec>> groups;
+  for (const Template& t : ts) {
+    std::vector<std::int64_t> hds;
+    if (with_model_dim) hds.push_back(t.hd);
+    for (std::int64_t hd : dims)
+      if (std::find(hds.begin(), hds.end(), hd) == hds.end()) hds.push_back(hd);
+    std::vector<RopeSpec> g;
+    for (std::int64_t hd : hds) {
+      RopeSpec s;
+      s.head_dim = hd;
+      s.base = t.base;
+      s.layout = l;
+      const std::int64_t np = hd / 2;
+      s.scaling = t.make(np);
+      if (is_multi_axis(l)) {  // CogVideoX / Qwen-VL-like thirds: [n/4, 3n/8, rest]
+        const std::int64_t a = std::max<std::int64_t>(1, np / 4),
+                           b = std::max<std::int64_t>(1, 3 * np / 8);
+        s.sections = {a, b, np - a - b};
+      }
+      try {
+        g.push_back(s.normalized());
+      } catch (const SpecError&) {  // a variant this layout or dim cannot take (axial + scaling)
+      }
     }
-    add(64, 1e4, lr);
+    if (!g.empty()) groups.push_back(std::move(g));
   }
-  return v;
+  return groups;
 }
 
 // Positions per token on each axis of a multi-axis spec: distinct (t, h, w) so that a kernel
@@ -271,6 +317,7 @@ std::vector<std::int64_t> axis_positions(const std::vector<std::int64_t>& pos1, 
 // rotary 32, 9 with an odd head_dim) with full rotary, a partial rotary of about half the pairs
 // and one with an odd number of pairs; those supports() accepts.
 std::vector<RopeSpec> model_partial_specs(const Kernel& k, Dtype dt, Layout l);
+std::vector<RopeSpec> odd_head_dim_specs(const Kernel& k, Dtype dt, Layout l);
 
 std::vector<RopeSpec> directed_specs(const Kernel& k, Dtype dt, Layout l) {
   const Domain d = k.domain();
@@ -312,6 +359,8 @@ std::vector<RopeSpec> directed_specs(const Kernel& k, Dtype dt, Layout l) {
   }
   for (const RopeSpec& s : model_partial_specs(k, dt, l))
     if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+  for (const RopeSpec& s : odd_head_dim_specs(k, dt, l))
+    if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   return specs;
 }
 
@@ -347,6 +396,182 @@ std::vector<RopeSpec> model_partial_specs(const Kernel& k, Dtype dt, Layout l) {
       specs.push_back(s);
     }
   return specs;
+}
+
+// Odd head dims at realistic sizes (the last dim passes through): the declared odd dims, else
+// 65, 97, 33, 129, 255; at most two that supports() accepts, full rotary and, when the kernel
+// takes it, the even part minus a 64-dim remainder. The shapes above hold an odd dim only when it
+// is declared, or 9 (4 pairs); a kernel whose vector path needs head_dim >= 16 rejects 9, and a
+// bug of its odd path (inv_freq's exponent over the odd head_dim, the tail element) would go
+// unchecked by the differential.
+std::vector<RopeSpec> odd_head_dim_specs(const Kernel& k, Dtype dt, Layout l) {
+  if (is_multi_axis(l) || l == Layout::proportional) return {};
+  const Domain d = k.domain();
+  std::vector<std::int64_t> dims;
+  for (std::int64_t hd :
+       d.head_dims.empty() ? std::vector<std::int64_t>{65, 97, 33, 129, 255} : d.head_dims)
+    if (hd % 2 && hd >= 9) dims.push_back(hd);
+  std::vector<RopeSpec> specs;
+  for (std::int64_t hd : dims) {
+    if (specs.size() >= 2) break;
+    RopeSpec s;
+    s.head_dim = hd;
+    s.rotary_dim = hd - 1;
+    s.base = specs.empty() ? 1e4 : 5e5;
+    s.layout = l;
+    try {
+      s = s.normalized();
+    } catch (const SpecError&) {
+      continue;
+    }
+    if (k.supports(s, dt)) specs.push_back(s);
+  }
+  return specs;
+}
+
+// The magnitude scale of the directed specs that carry one: not a power of two (a scale folded
+// into the table, applied twice, divided instead of multiplied, or dropped on one path all show).
+constexpr double kDirectedScale = 0.75;
+
+// Copies of the first realistic (>= 4 pairs) full, partial and odd-head_dim spec with scale 0.75,
+// those supports() accepts, when the kernel declares a magnitude scale: every directed spec was
+// unscaled, so a bug of the scaled path was left to the properties' draws (30 % scaled).
+std::vector<RopeSpec> scaled_specs(const Kernel& k, Dtype dt, const std::vector<RopeSpec>& specs) {
+  if (!k.domain().magnitude_scale) return {};
+  std::vector<RopeSpec> out;
+  bool full = false, partial = false, odd = false;
+  for (const RopeSpec& s : specs) {
+    if (s.n_pairs() < 4 || s.scale != 1) continue;
+    const bool is_partial = s.rotary_dim < s.head_dim - s.head_dim % 2;
+    const bool is_odd = s.head_dim % 2 == 1;
+    bool& done = is_odd ? odd : is_partial ? partial : full;
+    if (done) continue;
+    RopeSpec t = s;
+    t.scale = kDirectedScale;
+    if (k.supports(t, dt)) {
+      out.push_back(t);
+      done = true;
+    }
+  }
+  return out;
+}
+
+// The structural variants a configuration's directed specs ran at realistic sizes (>= 4 pairs:
+// where an exponent, pair-index or scale bug of a variant's own path can show), as the header line
+// says it, and a coverage gap: a variant supports() accepts only below 4 pairs (probed at 2 and 3
+// pairs), so that no directed spec of it could show such a bug. Partial rotary has its own line
+// (partial_coverage); in-place calls are one of the three call shapes of every spec.
+struct StructuralCoverage {
+  std::string ran;
+  std::string gap;
+};
+
+namespace structural {
+
+std::string list(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string r;
+  for (const auto& x : v) r += (r.empty() ? "" : sep) + x;
+  return r;
+}
+
+void once(std::vector<std::string>& v, const std::string& x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+
+// s at 2 and 3 pairs (an odd head_dim stays odd): the first that supports() accepts.
+std::optional<RopeSpec> small_probe(const Kernel& k, Dtype dt, const RopeSpec& s) {
+  for (std::int64_t np : {2, 3}) {
+    RopeSpec t = s;
+    t.head_dim = 2 * np + (s.head_dim % 2);
+    t.rotary_dim = 2 * np;
+    try {
+      t = t.normalized();
+    } catch (const SpecError&) {
+      continue;
+    }
+    if (k.supports(t, dt)) return t;
+  }
+  return std::nullopt;
+}
+
+std::string odd_head_dims(const Kernel& k, Dtype dt, Layout l, const std::vector<RopeSpec>& specs,
+                          std::string& gap) {
+  std::vector<std::string> odd;
+  for (const RopeSpec& s : specs)
+    if (s.head_dim % 2 && s.n_pairs() >= 4) once(odd, std::to_string(s.head_dim));
+  if (!odd.empty()) return "odd head_dim " + list(odd);
+  RopeSpec p;
+  p.head_dim = 5;
+  p.layout = l;
+  if (const auto t = small_probe(k, dt, p); t && gap.empty())
+    gap = "coverage gap: supports() accepts an odd head_dim (" + describe(*t) +
+          ") but no odd head_dim with >= 4 pairs (65, 97, 33, 129, 255 or the declared ones), so a "
+          "bug of the odd path (the pass-through tail, inv_freq over head_dim) cannot show; accept "
+          "a realistic odd head_dim in supports(), or reject odd ones";
+  return "odd head_dim: none accepted";
+}
+
+std::string scale(const Kernel& k, Dtype dt, Layout l, const std::vector<RopeSpec>& specs,
+                  std::string& gap) {
+  int n = 0;
+  for (const RopeSpec& s : specs) n += s.scale != 1 && s.n_pairs() >= 4;
+  if (n > 0)
+    return "scale " + verify::fmt(kDirectedScale, 3) + " on " + std::to_string(n) + " spec(s)";
+  if (!k.domain().magnitude_scale) return "scale 1 only (declared)";
+  RopeSpec p;
+  p.head_dim = 4;
+  p.layout = l;
+  p.scale = kDirectedScale;
+  if (const auto t = small_probe(k, dt, p); t && gap.empty())
+    gap = "coverage gap: supports() accepts scale != 1 (" + describe(*t) +
+          ") but on no directed spec with >= 4 pairs, so a bug of the scaled path cannot show; "
+          "accept scale != 1 at realistic sizes, or clear the magnitude-scale flag";
+  return "scale != 1: declared, accepted on no directed spec";
+}
+
+// Each declared scaling kind (groups: one or more per kind) and the head dims it ran at.
+std::string scalings(const Kernel& k, Dtype dt, Layout l, const std::vector<RopeSpec>& specs,
+                     const std::vector<std::vector<RopeSpec>>& groups, std::string& gap) {
+  if (l == Layout::axial) return "scaling: none (axial specs carry none)";
+  std::map<int, std::vector<std::string>> kinds;  // kind -> head dims that ran
+  for (const auto& g : groups) kinds[static_cast<int>(g.front().scaling.kind)];
+  if (kinds.empty()) return "scaling: none declared";
+  for (const RopeSpec& s : specs)
+    if (s.scaling.kind != ScalingKind::none && s.n_pairs() >= 4)
+      once(kinds[static_cast<int>(s.scaling.kind)], std::to_string(s.head_dim));
+  std::vector<std::string> ran, none;
+  for (auto& [kind, hds] : kinds) {
+    const std::string nm = name(static_cast<ScalingKind>(kind));
+    if (!hds.empty()) {  // "yarn 64+128": the head dims it ran at
+      ran.push_back(nm + " " + list(hds, "+"));
+      continue;
+    }
+    none.push_back(nm);
+    for (const auto& g : variant_groups(l, {4, 6, 5}, false))
+      for (const RopeSpec& t : g)
+        if (gap.empty() && t.scaling.kind == static_cast<ScalingKind>(kind) && k.supports(t, dt))
+          gap = "coverage gap: supports() accepts scaling " + nm + " (" + describe(t) +
+                ") but at no head_dim with >= 4 pairs, so a bug of the " + nm +
+                " path cannot show; accept it at a realistic head_dim, or reject it";
+  }
+  return "scaling " + (ran.empty() ? std::string("-") : list(ran)) +
+         (none.empty() ? "" : "; declared, accepted at no realistic head_dim: " + list(none));
+}
+
+}  // namespace structural
+
+StructuralCoverage structural_coverage(const Kernel& k, Dtype dt, Layout l,
+                                       const std::vector<RopeSpec>& specs,
+                                       const std::vector<std::vector<RopeSpec>>& groups) {
+  StructuralCoverage sc;
+  std::vector<std::string> parts;
+  if (!is_multi_axis(l) && l != Layout::proportional)
+    parts.push_back(structural::odd_head_dims(k, dt, l, specs, sc.gap));
+  parts.push_back(structural::scale(k, dt, l, specs, sc.gap));
+  parts.push_back(k.domain().in_place ? "in place (every spec)" : "out of place only (declared)");
+  parts.push_back(structural::scalings(k, dt, l, specs, groups, sc.gap));
+  sc.ran = structural::list(parts, "; ");
+  return sc;
 }
 
 // The partial-rotary coverage of a configuration's directed specs, as the header line says it:
@@ -567,13 +792,24 @@ std::int64_t unconstrained_from(const verify::PairChecker& c, const RopeSpec& s,
 // stops it with the figures so far and no cell (the caller's fault cell is the verdict).
 void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult& cr,
                   std::uint64_t seed, const std::vector<RopeSpec>& extra_specs,
-                  ref::OracleMode mode) {
+                  const std::vector<std::vector<RopeSpec>>& variant_groups, ref::OracleMode mode) {
   const Dtype d = cr.dtype;
   std::mt19937_64 rng(seed);
   const Domain dom = k.domain();
   std::vector<RopeSpec> specs = directed_specs(k, d, cr.layout);
   for (const RopeSpec& s : extra_specs)
     if (s.layout == cr.layout) specs.push_back(s);
+  std::vector<std::vector<RopeSpec>> groups;  // this layout's
+  for (const auto& g : variant_groups) {
+    if (g.front().layout != cr.layout) continue;
+    groups.push_back(g);
+    for (const RopeSpec& s : g)
+      if (k.supports(s, d)) {
+        specs.push_back(s);
+        break;
+      }
+  }
+  for (const RopeSpec& s : scaled_specs(k, d, specs)) specs.push_back(s);
   const std::vector<std::int64_t> pos1 = directed_positions(dom);
   int supported = 0;
   std::int64_t unconstrained = -1;
@@ -600,11 +836,14 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
   cr.nonfinite_output = st.nonfinite_output;
   if (!poisoned) cr.differential = differential_cell(st, supported);
   const PartialCoverage pc = partial_coverage(k, d, cr.layout, specs);
+  const StructuralCoverage sc = structural_coverage(k, d, cr.layout, specs, groups);
   cr.partial_specs = pc.ran;
-  if (!poisoned && !pc.gap.empty() && !cr.differential.failed) {
+  cr.structural = sc.ran;
+  const std::string gap = pc.gap.empty() ? sc.gap : pc.gap;
+  if (!poisoned && !gap.empty() && !cr.differential.failed) {
     cr.differential.text = "coverage";
     cr.differential.failed = true;
-    cr.differential.detail = pc.gap;
+    cr.differential.detail = gap;
     cr.differential.kind = "coverage_failure";
   }
 }
@@ -820,16 +1059,18 @@ bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptio
   };
   // Where the declared angle precision stops constraining the rotation (the * cells), and which
   // partial-rotary specs the differential ran.
-  Groups capped, partial;
+  Groups capped, partial, structural;
   for (const auto& r : results) {
     const std::string cfg = std::string(name(r.dtype)) + " " + name(r.layout);
     if (r.differential.text == "pass" && r.diff.unconstrained_pairs > 0)
       capped[unconstrained_text(r)].push_back(cfg);
     partial[r.partial_specs.empty() ? std::string("none accepted by supports()") : r.partial_specs]
         .push_back(cfg);
+    if (!r.structural.empty()) structural[r.structural].push_back(cfg);
   }
   print_groups("* ", capped);
   print_groups("partial rotary (rotary_dim/head_dim) in the differential: ", partial);
+  print_groups("structural variants in the differential (>= 4 pairs): ", structural);
   // Not applicable: the reason follows from the declaration; one line per property and reason.
   std::map<std::string, std::vector<std::string>> na;
   for (const auto& r : results)
@@ -880,6 +1121,7 @@ nlohmann::json config_json(const ConfigResult& r, const ValidateOptions& o) {
   diff["worst_bound_utilization"] = r.diff.max_utilization;
   diff["vectors"] = r.diff.vectors;
   diff["partial_specs"] = r.partial_specs;
+  diff["structural_variants"] = r.structural;
   // Over the pairs whose bound constrains the rotation, and where that stops (null: nowhere).
   diff["worst_pair_error_u_constrained"] = r.diff.max_error_u_constrained;
   diff["worst_bound_utilization_constrained"] = r.diff.max_utilization_constrained;
@@ -908,6 +1150,8 @@ struct Plan {
   std::optional<RopeSpec> only_spec;  // --spec: the one spec the plugin implements
   bool variants = false;              // the plugin declares scaling kinds or the newer layouts
   std::vector<RopeSpec> extra_specs;
+  // The declared scaling kinds' variant groups (variant_groups), every layout of the plan.
+  std::vector<std::vector<RopeSpec>> variant_groups;
 };
 
 std::vector<Dtype> parse_dtypes(const ValidateOptions& o) {
@@ -1000,9 +1244,9 @@ void plan_plugin(Plan& plan, const plugin::PluginKernel& pk, const ValidateOptio
     std::cout << "  on the spec of " << o.hf.path << ": " << describe(*plan.hf_spec) << "\n";
   } else if (plan.variants) {
     for (Layout l : plan.layouts)
-      for (RopeSpec& v : variant_specs(l))
-        if (desc.scalings & ROPECHECK_SCALING_BIT(static_cast<int>(v.scaling.kind)))
-          plan.extra_specs.push_back(std::move(v));
+      for (auto& g : variant_groups(l, realistic_head_dims(pk.domain())))
+        if (desc.scalings & ROPECHECK_SCALING_BIT(static_cast<int>(g.front().scaling.kind)))
+          plan.variant_groups.push_back(std::move(g));
   }
 }
 
@@ -1038,6 +1282,7 @@ struct CheckResult {
   std::int64_t unconstrained_pairs = 0, min_unconstrained_position = -1;
   bool nonfinite_output = false;
   std::string partial_specs;  // Differential only: ConfigResult::partial_specs
+  std::string structural;     // Differential only: ConfigResult::structural
 };
 
 // Doubles by their bits: the maxima may be NaN (JSON has none) and must come back unchanged.
@@ -1058,6 +1303,7 @@ std::string to_text(const CheckResult& r) {
                    {"max_utilization", bits(r.max_utilization)},
                    {"nonfinite_output", r.nonfinite_output},
                    {"partial_specs", r.partial_specs},
+                   {"structural", r.structural},
                    {"max_error_u_constrained", bits(r.max_error_u_constrained)},
                    {"max_utilization_constrained", bits(r.max_utilization_constrained)},
                    {"unconstrained_pairs", r.unconstrained_pairs},
@@ -1085,6 +1331,7 @@ CheckResult from_text(const std::string& s) {
   r.max_utilization = from_bits(j.at("max_utilization").get<std::uint64_t>());
   r.nonfinite_output = j.at("nonfinite_output").get<bool>();
   r.partial_specs = j.at("partial_specs").get<std::string>();
+  r.structural = j.at("structural").get<std::string>();
   r.max_error_u_constrained = from_bits(j.at("max_error_u_constrained").get<std::uint64_t>());
   r.max_utilization_constrained =
       from_bits(j.at("max_utilization_constrained").get<std::uint64_t>());
@@ -1120,8 +1367,8 @@ CheckResult run_check(plugin::PluginKernel& pk, const Config& cfg, int check,
     std::cerr << "[validate] " << name(d) << " " << name(cfg.layout)
               << " (declared policy: " << describe(pk.policy(d)) << ")\n";
     ref::set_precision_bits(ref::default_bits(d));
-    ConfigResult cr{d, cfg.layout, {}, {}, {}, false, std::nullopt, {}, {}};
-    differential(pk, k, cr, o.seed, plan.extra_specs,
+    ConfigResult cr{d, cfg.layout, {}, {}, {}, false, std::nullopt, {}, {}, {}};
+    differential(pk, k, cr, o.seed, plan.extra_specs, plan.variant_groups,
                  o.oracle == "mpfr" ? ref::OracleMode::mpfr : ref::OracleMode::fast);
     r.cell = cr.differential;
     r.vectors = cr.diff.vectors;
@@ -1129,6 +1376,7 @@ CheckResult run_check(plugin::PluginKernel& pk, const Config& cfg, int check,
     r.max_utilization = cr.diff.max_utilization;
     r.nonfinite_output = cr.nonfinite_output;
     r.partial_specs = cr.partial_specs;
+    r.structural = cr.structural;
     r.max_error_u_constrained = cr.diff.max_error_u_constrained;
     r.max_utilization_constrained = cr.diff.max_utilization_constrained;
     r.unconstrained_pairs = cr.diff.unconstrained_pairs;
@@ -1163,7 +1411,7 @@ bool still_needed(const std::vector<const CheckResult*>& checks, int check) {
 // the sequential rules of still_needed. Adds the plugin calls of the checks used to `calls`.
 ConfigResult assemble(const Config& cfg, const std::vector<const CheckResult*>& checks,
                       const ValidateOptions& o, std::uint64_t& calls) {
-  ConfigResult cr{cfg.dtype, cfg.layout, {}, {}, {}, false, std::nullopt, {}, {}};
+  ConfigResult cr{cfg.dtype, cfg.layout, {}, {}, {}, false, std::nullopt, {}, {}, {}};
   std::optional<plugin::Fault> config_fault;
   if (!wanted(o, "Differential")) {
     cr.differential = {"not run", false, "not selected (--properties)"};
@@ -1175,6 +1423,7 @@ ConfigResult assemble(const Config& cfg, const std::vector<const CheckResult*>& 
     cr.diff.max_utilization = r.max_utilization;
     cr.nonfinite_output = r.nonfinite_output;
     cr.partial_specs = r.partial_specs;
+    cr.structural = r.structural;
     cr.diff.max_error_u_constrained = r.max_error_u_constrained;
     cr.diff.max_utilization_constrained = r.max_utilization_constrained;
     cr.diff.unconstrained_pairs = r.unconstrained_pairs;

@@ -27,6 +27,14 @@
 //                                  layers / ChatGLM at N = 2, GPT-NeoX's quarter at N = 4)
 //   ROPECHECK_WRAP_PARTIAL_ROTARY_DIM R  supports() accepts rotary_dim = head_dim and R only
 //                                  (R = 2: partial rotary of one pair only, a coverage gap)
+//   ROPECHECK_WRAP_MIN_HEAD_DIM N  supports() accepts head_dim >= N only (a vector path that needs
+//                                  a whole register of pairs)
+//   ROPECHECK_WRAP_FULL_ROTARY_ONLY  supports() accepts rotary_dim = head_dim rounded down to
+//                                  even only (an odd head_dim's last dim passes through)
+//   ROPECHECK_WRAP_ODD_HEAD_DIM_MAX N  supports() accepts an odd head_dim only up to N (an odd
+//                                  tail handled by a scalar path for tiny heads: a coverage gap)
+//   ROPECHECK_WRAP_SCALING_HEAD_DIM N  supports() accepts a scaling kind other than none only at
+//                                  head_dim N (a scaled template instantiated for one head dim)
 // 2. apply() returns ROPECHECK_ERROR (and says why on stderr) for any call outside the declared
 //    domain, so a host that breaks the ABI 3 contract is caught rather than silently served.
 // 3. Bug knobs (broken twins; each a real bug class, the rest of the kernel correct):
@@ -42,6 +50,9 @@
 //   ROPECHECK_WRAP_BUG_EXPONENT_OVER_HEAD_DIM  when rotary_dim < head_dim, inv_freq's exponent
 //                                            taken over head_dim instead of rotary_dim
 //                                            (base^(-2i/head_dim)): the partial path alone wrong
+//                                            (with FULL_ROTARY_ONLY: the odd head_dim path alone)
+//   ROPECHECK_WRAP_BUG_SCALE_SQUARED         the magnitude scale applied twice (folded into the
+//                                            table and multiplied again): s^2 for s != 1
 //   (A bf16 cos/sin table cannot be injected around a kernel that computes its own: not here.)
 // 4. Declaration knob (the kernel correct, its declared policy understated):
 //   ROPECHECK_WRAP_DECLARE_F32_ROTATION      every dtype's policy declares an f32 table and f32
@@ -159,6 +170,24 @@ bool rotary_dim_declared([[maybe_unused]] std::int64_t hd, [[maybe_unused]] std:
 #endif
 }
 
+// The shape restrictions of section 1 beyond head dims and rotary dims (any when unset).
+bool shape_accepted([[maybe_unused]] const ropecheck_spec* c) {
+#if defined(ROPECHECK_WRAP_MIN_HEAD_DIM)
+  if (c->head_dim < (ROPECHECK_WRAP_MIN_HEAD_DIM)) return false;
+#endif
+#if defined(ROPECHECK_WRAP_FULL_ROTARY_ONLY)
+  if (c->rotary_dim != c->head_dim - c->head_dim % 2) return false;
+#endif
+#if defined(ROPECHECK_WRAP_ODD_HEAD_DIM_MAX)
+  if (c->head_dim % 2 && c->head_dim > (ROPECHECK_WRAP_ODD_HEAD_DIM_MAX)) return false;
+#endif
+#if defined(ROPECHECK_WRAP_SCALING_HEAD_DIM)
+  if (c->scaling.kind != ROPECHECK_SCALING_NONE && c->head_dim != (ROPECHECK_WRAP_SCALING_HEAD_DIM))
+    return false;
+#endif
+  return true;
+}
+
 bool position_declared(std::int64_t p) {
   return (kMinPosition == 0 && kMaxPosition == 0) || (p >= kMinPosition && p <= kMaxPosition);
 }
@@ -228,6 +257,8 @@ std::string host_broke_contract(const ropecheck_spec* c, const ropecheck_tensor*
     return "head_dim " + std::to_string(c->head_dim) + " not declared";
   if (!rotary_dim_declared(c->head_dim, c->rotary_dim))
     return "rotary_dim " + std::to_string(c->rotary_dim) + " not accepted by supports()";
+  if (!shape_accepted(c))
+    return "a shape supports() does not accept (head_dim, rotary_dim, scaling)";
   if (!kMagnitudeScale && c->scale != 1)
     return "scale " + std::to_string(c->scale) + " without ROPECHECK_FLAG_MAGNITUDE_SCALE";
   if (t->real_positions && !kRealPositions)
@@ -326,7 +357,7 @@ int supports(const ropecheck_spec* c, int32_t dtype, void*) {
   ropecheck::RopeSpec s;
   if (!wrapped() || !in_mask(kDtypes, dtype) || !in_mask(kLayouts, c->layout) ||
       !in_mask(kScalings, c->scaling.kind) || !head_dim_declared(c->head_dim) ||
-      !rotary_dim_declared(c->head_dim, c->rotary_dim) || !to_spec(c, s))
+      !rotary_dim_declared(c->head_dim, c->rotary_dim) || !shape_accepted(c) || !to_spec(c, s))
     return 0;
   return wrapped()->supports(s, static_cast<ropecheck::Dtype>(dtype)) ? 1 : 0;
 }
@@ -337,6 +368,9 @@ ropecheck::RopeSpec adapt_spec(ropecheck::RopeSpec s) {
 #ifdef ROPECHECK_WRAP_BUG_EXPONENT_OVER_HEAD_DIM
   if (s.rotary_dim < s.head_dim)
     s.base = std::pow(s.base, static_cast<double>(s.rotary_dim) / static_cast<double>(s.head_dim));
+#endif
+#ifdef ROPECHECK_WRAP_BUG_SCALE_SQUARED
+  s.scale *= s.scale;
 #endif
   return s;
 }
@@ -414,6 +448,8 @@ constexpr const char* kDescription =
     "; BUG: last rotated pair not rotated"
 #elif defined(ROPECHECK_WRAP_BUG_EXPONENT_OVER_HEAD_DIM)
     "; BUG: partial rotary's inv_freq exponent over head_dim"
+#elif defined(ROPECHECK_WRAP_BUG_SCALE_SQUARED)
+    "; BUG: magnitude scale applied twice"
 #endif
     ;
 

@@ -30,6 +30,9 @@
  *               "declare .min_position = 0"
  *   UNSUPPORTED_IN_PLACE  returns UNSUPPORTED for in == out, declared allowed -> the hint
  *               "set ROPECHECK_FLAG_NO_IN_PLACE"
+ *   IN_PLACE_ALIAS  stores a pair's first output, then reads its first input back for the second
+ *               output: correct out of place, wrong in place (the classic aliasing bug of a
+ *               kernel written for out != in)
  *   20 and up   hostile to the worker's channel: hostile_channel.h
  */
 #include <math.h>
@@ -54,6 +57,7 @@
 #define NAN_ZERO_PAIR 12
 #define UNSUPPORTED_NEGATIVE 13
 #define UNSUPPORTED_IN_PLACE 14
+#define IN_PLACE_ALIAS 15
 
 #ifndef PLUGIN_MODE
 #define PLUGIN_MODE CORRECT
@@ -153,6 +157,9 @@ static void rotate_pairs(const ropecheck_spec* s, const ropecheck_tensor* t, dou
     if (i == 0 && fabs(m) > 1000) oa = ob = NAN;
 #endif
     store_elem(work, dt, base_off + a, oa);
+#if PLUGIN_MODE == IN_PLACE_ALIAS
+    ob = s->scale * (load_elem(t->in, dt, base_off + a) * sn + xb * c); /* out == in: oa */
+#endif
     store_elem(work, dt, base_off + b, ob);
   }
 #if PLUGIN_MODE == MODIFY_IN
