@@ -99,6 +99,10 @@ std::string fix_for(const std::string& limit, const Policy& p, const std::string
   if (limit == "storage" && p.output_rounding == Rounding::toward_zero)
     return "round the result to nearest-even instead of truncating it (half the storage error)";
   if (limit == "storage") return "nothing to fix: within 2x the " + dtype + " storage rounding";
+  if (limit == "angle" && p.trig_argument == TrigArgument::turns_f32)
+    return "reduce m*theta in f64 (to [-pi, pi], or into turns for sincospif) before the fast "
+           "__sincosf, or call accurate sincosf: the f32 angle and its f32 scaling into turns "
+           "lose ~3|m theta| 2^-24 rad";
   if (limit == "angle" && a == "f32")
     return "form the angle m*theta in f64 (f32 positions times an f32 inv_freq lose ~|m| 2^-24 "
            "rad) and round cos/sin once";

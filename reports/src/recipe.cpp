@@ -45,10 +45,22 @@ bool ladder_f32_faithful(const Policy& p, const RopeSpec& spec) {
   return p.recipe == AngleRecipe::ladder_f32 &&
          (k == ScalingKind::none || k == ScalingKind::linear || k == ScalingKind::freq_factors);
 }
+// fast_powf_f32 (FlashInfer) is reproduced unscaled and with linear scaling on the 1-D layouts.
+bool fast_powf_faithful(const Policy& p, const RopeSpec& spec) {
+  const ScalingKind k = spec.scaling.kind;
+  return p.recipe == AngleRecipe::fast_powf_f32 &&
+         (k == ScalingKind::none || k == ScalingKind::linear) &&
+         (spec.layout == Layout::interleaved || spec.layout == Layout::half);
+}
 }  // namespace
 
 double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::int64_t m) {
   if (p.recipe == AngleRecipe::ladder_f32) return static_cast<double>(ladder_f32_angle(spec, i, m));
+  if (p.recipe == AngleRecipe::fast_powf_f32) {
+    const double lin = spec.scaling.kind == ScalingKind::linear ? spec.scaling.factor : 0.0;
+    const float inv = fast_powf_f32_inv_freq(spec.base, i, spec.rotary_dim, lin);
+    return static_cast<double>(static_cast<float>(m) * inv);
+  }
   if (p.recipe == AngleRecipe::inv_freq_f64) {  // f64 inv_freq rounded once into the angle
     const double inv = 1.0 / std::pow(spec.base, 2.0 * static_cast<double>(i) /
                                                      static_cast<double>(spec.rotary_dim));
@@ -93,10 +105,12 @@ int recipe_key(const Policy& p) {
       return 101;
     case AngleRecipe::inv_freq_f64:
       return 110 + static_cast<int>(p.angle);
+    case AngleRecipe::fast_powf_f32:
+      return 120 + (p.trig_argument == TrigArgument::turns_f32 ? 1000 : 0);
     case AngleRecipe::pow_product:
       break;
   }
-  return static_cast<int>(p.angle);
+  return static_cast<int>(p.angle) + (p.trig_argument == TrigArgument::turns_f32 ? 1000 : 0);
 }
 
 Trig exact_trig(const RopeSpec& spec, std::int64_t m) {
@@ -111,7 +125,13 @@ Trig exact_trig(const RopeSpec& spec, std::int64_t m) {
 }
 
 namespace {
-// The recipe's angle per pair, as the double that holds it exactly.
+// trig_argument turns_f32: the angle the hardware sine is evaluated at (policy.hpp), as a double.
+double turns(const Policy& p, double angle) {
+  if (p.trig_argument != TrigArgument::turns_f32) return angle;
+  return turns_f32_angle(static_cast<float>(angle));
+}
+
+// The recipe's angle per pair, as the double that holds it exactly (turns_f32: within 2^-52).
 std::vector<double> recipe_angles(const Policy& p, const RopeSpec& spec, std::int64_t m) {
   std::vector<double> out;
   // Scaling variants and the newer layouts: the built-in kernels take theta'_i from the spec's
@@ -120,18 +140,19 @@ std::vector<double> recipe_angles(const Policy& p, const RopeSpec& spec, std::in
   // and ladder_f32 are treated as f32 angles). ladder_f32 is reproduced exactly instead on every
   // layout unscaled and with linear / freq_factors (ggml's, see recipe_angle). Multi-axis specs
   // are reported with one position per token.
-  if (!ladder_f32_faithful(p, spec) &&
+  if (!ladder_f32_faithful(p, spec) && !fast_powf_faithful(p, spec) &&
       (spec.scaling.kind != ScalingKind::none ||
        (spec.layout != Layout::interleaved && spec.layout != Layout::half))) {
     const auto th = theta_ladder_f64(spec);
     const Precision ap = angle_precision(p);
     for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
       const double theta = rd(th[static_cast<std::size_t>(i)], ap);
-      out.push_back(rd(rd(static_cast<double>(m), ap) * theta, ap));
+      out.push_back(turns(p, rd(rd(static_cast<double>(m), ap) * theta, ap)));
     }
     return out;
   }
-  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) out.push_back(recipe_angle(p, spec, i, m));
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i)
+    out.push_back(turns(p, recipe_angle(p, spec, i, m)));
   return out;
 }
 }  // namespace

@@ -61,6 +61,33 @@
 //      |m| > 2^p_A). Against hf_f32 at A = f32 this drops the (e ln base + 3) u32 of the f32
 //      inv_freq: pair 63 of head_dim 128, base 1e4 has 2 u32 + 9 u64 where hf_f32 has 13 u32.
 //      Scaling variants: theta'_i from the f64 formulas (8.), rounded once into A.
+//    fast_powf_f32 (CUDA -use_fast_math, FlashInfer pos_enc.cuh: inv_freq = __powf(rcp, y),
+//    rcp = 1.0f / float(base) on the host, y = float(2i) / float(rd) by the fast-math division,
+//    __powf = ex2.approx(fl(y * lg2.approx(rcp))); all f32, u = 2^-24; PTX ISA documented errors:
+//    div.approx / div.full 2 ulp (<= 4u relative), lg2.approx relative 2^-22 = 4u outside
+//    (0.5, 2) and absolute 2^-22 inside, ex2.approx 2 ulp from the correctly rounded value
+//    (<= 2.5 ulp <= 5u relative)). With Lambda = |log2 base| and the exact exponent
+//    z* = -e log2(base) (e = 2i/rd):
+//      log2(rcp) = -log2(base) + log2(1 + d_b)[base not f32] + log2(1 + d_r): abs <= (1 + [b])
+//        u / ln 2 (the host's reciprocal and the base's rounding);
+//      lg2.approx: abs <= 4u max(Lambda, 1); y = e (1 + d_y), |d_y| <= 4u; the product, u:
+//      |z - z*| <= e (Lambda (4u + u) + 4u max(Lambda, 1) + (1 + [b]) u / ln 2) (first order);
+//      inv_freq = 2^z (1 + d_e), |d_e| <= 5u, so its relative error is
+//        rho_theta = expm1(ln 2 |z - z*|) + 5u, about e (9 ln base + 1 + [b]) u + 5u:
+//      nine times hf_f32's exponent term, since every f32 step of the exponent is magnified by
+//      ln(base). linear: times fl32(1 / fl32(factor)): [factor not f32] u + 2u. Then the product
+//      with float(m) (u; u more when |m| > 2^24), as for the others. The other scaling kinds are
+//      not part of this recipe: no angle claim (cap 2). Valid while inv_freq is a normal f32
+//      (z > -126): otherwise no claim.
+//    trig_argument turns_f32 (any recipe; Policy::TrigArgument): the hardware evaluates sin/cos at
+//      2pi t, t = x' fl32(1/2pi) rounded once in f32 (either direction), x' = x rounded to f32
+//      when the angle precision is wider: 2pi t = x (1 + d_x)(1 + k)(1 + d_t), with
+//      k = 2pi fl32(1/2pi) - 1 (|k| = 0.68 u), |d_t| < 2u (an ulp of t), |d_x| <= u [A wider than
+//      f32]. Relative to the computed angle: tau = (1 + [A > f32] u)(1 + |k|)(1 + 2u) - 1 ~ 2.68u,
+//      and relative to the exact angle rho + tau (1 + rho). PTX's sin.approx figures (absolute
+//      2^-20.5 on [-2pi, 2pi], 2^-14.7 on [-100pi, 100pi]) are met by this model with the
+//      declared trig_error 11.32 (2^-20.5 / 2^-24): 2^-20.5 + 100pi tau > 2^-14.7; beyond 100pi
+//      PTX promises nothing and the bound is this model's.
 //    All: |m| < 2^53 is exact as a double, so the caller's position is the kernel's.
 //
 // 2. Trig and table. cos/sin are evaluated in the angle precision A, each entry within 2 u_A
@@ -258,10 +285,48 @@ double ladder_f32_rel(const RopeSpec& spec, std::int64_t pair, bool m_above_2_24
   return std::expm1(static_cast<double>(j) * lambda + n * mu) * (1 + 0x1p-40);
 }
 
+// Section 1, fast_powf_f32: t.theta already set; rel / rel_big / m_big for the recipe.
+PairBounds::AngleTerms fast_powf_f32_terms(const RopeSpec& spec, std::int64_t pair,
+                                           PairBounds::AngleTerms t) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  constexpr double u = 0x1p-24;
+  const Scaling& sc = spec.scaling;
+  t.m_big = 0x1p24;
+  const auto [j, dim] = spec.ladder(pair);
+  const double e = 2.0 * static_cast<double>(j) / static_cast<double>(dim);
+  const double lambda = std::fabs(std::log2(spec.base));
+  const double b_not_f32 = exactly_representable(spec.base, Dtype::f32) ? 0.0 : 1.0;
+  const bool scaled = sc.kind == ScalingKind::linear;
+  if ((sc.kind != ScalingKind::none && !scaled) ||
+      std::isinf(round_to_dtype(spec.base, Dtype::f32)) || e * lambda >= 125) {
+    t.rel = t.rel_big = inf;
+    return t;
+  }
+  const double dz =
+      e * (lambda * 5 * u + 4 * u * std::max(lambda, 1.0) + (1 + b_not_f32) * u / std::log(2.0));
+  double rho = std::expm1(std::log(2.0) * dz) + 5 * u;
+  if (scaled) rho += (exactly_representable(sc.factor, Dtype::f32) ? 0.0 : u) + 2 * u;
+  t.rel = rho + u;
+  t.rel_big = t.rel + u;
+  return t;
+}
+
+// Section 1, trig_argument turns_f32: tau, the relative error of the angle the hardware rotates by
+// against the kernel's angle.
+double turns_f32_rel(Precision angle) {
+  constexpr double u = 0x1p-24;
+  const long double two_pi = 6.283185307179586476925286766559L;
+  const float c = static_cast<float>(1.0L / two_pi);
+  const double k = static_cast<double>(std::fabs(two_pi * static_cast<long double>(c) - 1.0L));
+  const double dx = digits(angle) > 24 ? u : 0.0;
+  return (1 + dx) * (1 + k) * (1 + 2 * u) - 1;
+}
+
 // Everything of the angle bound that does not depend on |m|. theta_scaled: the spec's theta'
 // ladder (theta_ladder_f64), or empty for an unscaled spec.
-PairBounds::AngleTerms angle_terms(const Policy& policy, const RopeSpec& spec, std::int64_t pair,
-                                   const std::vector<double>& theta_scaled) {
+PairBounds::AngleTerms recipe_angle_terms(const Policy& policy, const RopeSpec& spec,
+                                          std::int64_t pair,
+                                          const std::vector<double>& theta_scaled) {
   constexpr double inf = std::numeric_limits<double>::infinity();
   PairBounds::AngleTerms t;
   const auto [j, dim] = spec.ladder(pair);
@@ -281,6 +346,7 @@ PairBounds::AngleTerms angle_terms(const Policy& policy, const RopeSpec& spec, s
     t.ladder_theta_max = std::max(theta, t.theta);
     return t;
   }
+  if (policy.recipe == AngleRecipe::fast_powf_f32) return fast_powf_f32_terms(spec, pair, t);
   const bool dyn = sc.kind == ScalingKind::dynamic;
   const double base = dyn ? dynamic_base_f64(spec) : spec.base;
   const double lnb = std::log(base);
@@ -319,6 +385,14 @@ PairBounds::AngleTerms angle_terms(const Policy& policy, const RopeSpec& spec, s
   return t;
 }
 
+PairBounds::AngleTerms angle_terms(const Policy& policy, const RopeSpec& spec, std::int64_t pair,
+                                   const std::vector<double>& theta_scaled) {
+  PairBounds::AngleTerms t = recipe_angle_terms(policy, spec, pair, theta_scaled);
+  if (policy.trig_argument == TrigArgument::turns_f32)
+    t.turns = turns_f32_rel(angle_precision(policy));
+  return t;
+}
+
 AngleBound angle_at(const PairBounds::AngleTerms& t, double position) {
   constexpr double inf = std::numeric_limits<double>::infinity();
   AngleBound a;
@@ -327,6 +401,7 @@ AngleBound angle_at(const PairBounds::AngleTerms& t, double position) {
   if (m == 0) return a;  // 0 * theta is exactly 0 in every recipe: no angle error at all
   a.rel = m > t.m_big ? t.rel_big : t.rel;
   if (t.ladder && t.ladder_theta_max * std::max(m, 1.0) > 0x1p127) a.rel = inf;
+  if (t.turns > 0 && std::isfinite(a.rel)) a.rel += t.turns * (1 + a.rel);
   a.rad = std::isfinite(a.rel) ? a.rel * m * a.theta : inf;
   return a;
 }

@@ -40,7 +40,10 @@
 //   angle_precision, table_precision, arithmetic_precision   f64|f32|f16|bf16, default f32
 //   angle_recipe     hf_f32 (default: HF/vLLM inv_freq and f32(m) * inv_freq) | pow_product |
 //                    ladder_f32 (ggml/llama.cpp CPU: f32 theta *= powf(base, -2/dim) per pair) |
-//                    inv_freq_f64 (gemma.cpp: inv_freq in f64 rounded once, angle product)
+//                    inv_freq_f64 (gemma.cpp: inv_freq in f64 rounded once, angle product) |
+//                    fast_powf_f32 (CUDA -use_fast_math __powf, FlashInfer)
+//   trig_argument    exact (default) | turns_f32 (CUDA __sinf/__cosf/__sincosf: the argument
+//                    scaled into turns in f32 before the hardware sine)
 //   fused            true | false (default false)
 // The defaults describe the common production recipe (HF rotate_half in f32): declaring a
 // tighter policy than the kernel really has makes honest results fail, a looser one hides bugs.
@@ -136,7 +139,8 @@ void warn_unknown_keys(const Keys& k) {
                                               "fused",
                                               "trig_error",
                                               "table_rounding",
-                                              "output_rounding"};
+                                              "output_rounding",
+                                              "trig_argument"};
   for (const auto& kv : k)
     if (!known.count(kv.first))
       std::cerr << "ropecheck check: note: ignoring unknown spec key '" << kv.first << "'\n";
@@ -243,8 +247,9 @@ Policy policy_from_keys(const KeyReader& k) {
     const auto recipe = parse_angle_recipe(*rc);
     if (!recipe)
       throw UsageError(
-          "angle_recipe must be hf_f32, pow_product, ladder_f32 or inv_freq_f64 (got '" + *rc +
-          "')");
+          "angle_recipe must be hf_f32, pow_product, ladder_f32, inv_freq_f64 or fast_powf_f32 "
+          "(got '" +
+          *rc + "')");
     p.recipe = *recipe;
   }
   k.get_bool("fused", p.fused);
@@ -260,6 +265,11 @@ Policy policy_from_keys(const KeyReader& k) {
                          "')");
       p.*field = *r;
     }
+  if (const auto* v = k.get("trig_argument")) {
+    const auto t = parse_trig_argument(*v);
+    if (!t) throw UsageError("trig_argument must be exact or turns_f32 (got '" + *v + "')");
+    p.trig_argument = *t;
+  }
   return p;
 }
 

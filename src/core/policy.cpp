@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -19,13 +20,15 @@ const char* name(AngleRecipe r) {
       return "ladder_f32";
     case AngleRecipe::inv_freq_f64:
       return "inv_freq_f64";
+    case AngleRecipe::fast_powf_f32:
+      return "fast_powf_f32";
   }
   return "?";
 }
 
 std::optional<AngleRecipe> parse_angle_recipe(std::string_view s) {
   for (AngleRecipe r : {AngleRecipe::pow_product, AngleRecipe::hf_f32, AngleRecipe::ladder_f32,
-                        AngleRecipe::inv_freq_f64})
+                        AngleRecipe::inv_freq_f64, AngleRecipe::fast_powf_f32})
     if (s == name(r)) return r;
   return std::nullopt;
 }
@@ -35,6 +38,14 @@ const char* name(Rounding r) { return r == Rounding::toward_zero ? "toward_zero"
 std::optional<Rounding> parse_rounding(std::string_view s) {
   for (Rounding r : {Rounding::nearest_even, Rounding::toward_zero})
     if (s == name(r)) return r;
+  return std::nullopt;
+}
+
+const char* name(TrigArgument t) { return t == TrigArgument::turns_f32 ? "turns_f32" : "exact"; }
+
+std::optional<TrigArgument> parse_trig_argument(std::string_view s) {
+  for (TrigArgument t : {TrigArgument::exact, TrigArgument::turns_f32})
+    if (s == name(t)) return t;
   return std::nullopt;
 }
 
@@ -56,6 +67,7 @@ std::string describe(const Policy& p) {
     o << ", table_rounding " << name(p.table_rounding);
   if (p.output_rounding != Rounding::nearest_even)
     o << ", output_rounding " << name(p.output_rounding);
+  if (p.trig_argument != TrigArgument::exact) o << ", trig_argument " << name(p.trig_argument);
   return o.str();
 }
 
@@ -68,7 +80,28 @@ nlohmann::ordered_json policy_json(const Policy& p) {
           {"trig_error", p.trig_error},
           {"table_rounding", name(p.table_rounding)},
           {"output_rounding", name(p.output_rounding)},
+          {"trig_argument", name(p.trig_argument)},
           {"notes", p.notes}};
+}
+
+float fast_powf_f32_inv_freq(double base, std::int64_t pair, std::int64_t rotary_dim,
+                             double linear_factor) {
+  const float rcp_theta = 1.0f / static_cast<float>(base);  // FlashInfer's host: 1.0f / theta
+  const float y = static_cast<float>(2 * pair) / static_cast<float>(rotary_dim);
+  const float lg = static_cast<float>(std::log2(static_cast<double>(rcp_theta)));
+  const float z = y * lg;
+  float f = static_cast<float>(std::exp2(static_cast<double>(z)));
+  if (linear_factor != 0) f = f * (1.0f / static_cast<float>(linear_factor));
+  return f;
+}
+
+double turns_f32_angle(float x) {
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  const float c = static_cast<float>(1.0 / kTwoPi);
+  const float t = x * c;
+  // 2pi t within 2^-52 relative (the double nearest 2pi, one rounding of the product): the model
+  // claims no more.
+  return kTwoPi * static_cast<double>(t);
 }
 
 }  // namespace ropecheck

@@ -53,6 +53,7 @@ namespace engines {
 const EngineKernel& hf_eager_kernel();
 const EngineKernel& vllm_native_kernel();
 const EngineKernel& ggml_cpu_kernel();
+const EngineKernel& flashinfer_kernel();
 }  // namespace engines
 
 const std::vector<const Kernel*>& builtin_kernels() {
@@ -71,7 +72,8 @@ const Kernel* find_builtin_kernel(const std::string& name) {
 const std::vector<const EngineKernel*>& engine_kernels() {
   // Atlas order: one line per engine.
   static const std::vector<const EngineKernel*> all = {
-      &engines::hf_eager_kernel(), &engines::vllm_native_kernel(), &engines::ggml_cpu_kernel()};
+      &engines::hf_eager_kernel(), &engines::vllm_native_kernel(), &engines::ggml_cpu_kernel(),
+      &engines::flashinfer_kernel()};
   return all;
 }
 

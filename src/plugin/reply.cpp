@@ -38,10 +38,11 @@ bool valid_precision(std::int32_t p) { return p >= 0 && p < ROPECHECK_DTYPE_COUN
 
 // The declared policy of dtype i, checked: precisions and recipe in range, trig_error >= 0.
 Policy declared_policy(const Descriptor& d, const ropecheck_policy& p, int i) {
-  // ABI 2 had no trig_error (reserved bytes, 0) and no ladder or inv_freq_f64 recipe.
+  // ABI 2 had no trig_error (reserved bytes, 0) and no ladder, inv_freq_f64 or fast_powf_f32
+  // recipe.
   const double trig = d.abi_version >= 3 ? p.trig_error : 0.0;
   const std::int32_t max_recipe =
-      d.abi_version >= 3 ? ROPECHECK_RECIPE_INV_FREQ_F64 : ROPECHECK_RECIPE_HF_F32;
+      d.abi_version >= 3 ? ROPECHECK_RECIPE_FAST_POWF_F32 : ROPECHECK_RECIPE_HF_F32;
   const char* dtype = ropecheck::name(static_cast<Dtype>(i));
   if (!valid_precision(p.angle) || !valid_precision(p.table) || !valid_precision(p.arithmetic) ||
       p.recipe < ROPECHECK_RECIPE_POW_PRODUCT || p.recipe > max_recipe)
@@ -51,7 +52,8 @@ Policy declared_policy(const Descriptor& d, const ropecheck_policy& p, int i) {
   if ((p.rounding & ~ROPECHECK_ROUNDING_ALL) != 0)
     refuse("plugin '" + d.name + "' declares rounding " + std::to_string(p.rounding) +
            " for dtype " + dtype +
-           " (a mask of ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO 1 and _OUTPUT_TOWARD_ZERO 2)");
+           " (a mask of ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO 1, _OUTPUT_TOWARD_ZERO 2 and "
+           "_TRIG_ARGUMENT_TURNS_F32 4)");
   if (!std::isfinite(trig) || trig < 0)
     refuse("plugin '" + d.name + "' declares trig_error " + std::to_string(trig) + " for dtype " +
            dtype + " (must be finite and >= 0; 0 means the default 2)");
@@ -65,6 +67,8 @@ Policy declared_policy(const Descriptor& d, const ropecheck_policy& p, int i) {
   if (p.rounding & ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO) out.table_rounding = Rounding::toward_zero;
   if (p.rounding & ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO)
     out.output_rounding = Rounding::toward_zero;
+  if (p.rounding & ROPECHECK_ROUNDING_TRIG_ARGUMENT_TURNS_F32)
+    out.trig_argument = TrigArgument::turns_f32;
   return out;
 }
 

@@ -250,7 +250,8 @@ ropecheck_policy c_policy(const Policy& p) {
   c.trig_error = p.trig_error;
   c.rounding =
       (p.table_rounding == Rounding::toward_zero ? ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO : 0) |
-      (p.output_rounding == Rounding::toward_zero ? ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO : 0);
+      (p.output_rounding == Rounding::toward_zero ? ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO : 0) |
+      (p.trig_argument == TrigArgument::turns_f32 ? ROPECHECK_ROUNDING_TRIG_ARGUMENT_TURNS_F32 : 0);
   return c;
 }
 

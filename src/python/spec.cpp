@@ -109,13 +109,17 @@ std::string policy_repr(const Policy& p) {
          (p.output_rounding != Rounding::nearest_even
               ? std::string(", output_rounding='") + name(p.output_rounding) + "'"
               : std::string()) +
+         (p.trig_argument != TrigArgument::exact
+              ? std::string(", trig_argument='") + name(p.trig_argument) + "'"
+              : std::string()) +
          ")";
 }
 
 bool same_policy(const Policy& a, const Policy& b) {
   return a.angle == b.angle && a.table == b.table && a.arithmetic == b.arithmetic &&
          a.recipe == b.recipe && a.fused == b.fused && a.trig_error == b.trig_error &&
-         a.table_rounding == b.table_rounding && a.output_rounding == b.output_rounding;
+         a.table_rounding == b.table_rounding && a.output_rounding == b.output_rounding &&
+         a.trig_argument == b.trig_argument;
 }
 
 // scaling: None, a kind name, or a dict {"kind" (or "rope_type"/"type"): ..., parameters...};
@@ -183,7 +187,8 @@ RopeSpec spec_from_hf(const py::object& config, std::int64_t seq_len) {
 
 Policy make_policy(const py::object& angle, const py::object& table, const py::object& arithmetic,
                    const std::string& recipe, bool fused, double trig_error,
-                   const std::string& table_rounding, const std::string& output_rounding) {
+                   const std::string& table_rounding, const std::string& output_rounding,
+                   const std::string& trig_argument) {
   if (!(trig_error >= 0)) throw py::value_error("Policy: trig_error must be >= 0");
   Policy p{dtype_arg(angle, "angle"),
            dtype_arg(table, "table"),
@@ -199,6 +204,8 @@ Policy make_policy(const py::object& angle, const py::object& table, const py::o
       parse_or_throw(parse_rounding(table_rounding), "table_rounding", table_rounding);
   p.output_rounding =
       parse_or_throw(parse_rounding(output_rounding), "output_rounding", output_rounding);
+  p.trig_argument =
+      parse_or_throw(parse_trig_argument(trig_argument), "trig_argument", trig_argument);
   return p;
 }
 
@@ -266,7 +273,7 @@ void bind_spec(py::module_& m) {
       .def(py::init(&make_policy), py::arg("angle") = "f32", py::arg("table") = "f32",
            py::arg("arithmetic") = "f32", py::arg("recipe") = "hf_f32", py::arg("fused") = false,
            py::arg("trig_error") = 2.0, py::arg("table_rounding") = "nearest_even",
-           py::arg("output_rounding") = "nearest_even")
+           py::arg("output_rounding") = "nearest_even", py::arg("trig_argument") = "exact")
       .def_property_readonly("angle", [](const Policy& p) { return name(p.angle); })
       .def_property_readonly("table", [](const Policy& p) { return name(p.table); })
       .def_property_readonly("arithmetic", [](const Policy& p) { return name(p.arithmetic); })
@@ -277,6 +284,7 @@ void bind_spec(py::module_& m) {
                              [](const Policy& p) { return name(p.table_rounding); })
       .def_property_readonly("output_rounding",
                              [](const Policy& p) { return name(p.output_rounding); })
+      .def_property_readonly("trig_argument", [](const Policy& p) { return name(p.trig_argument); })
       .def(
           "__eq__", [](const Policy& a, const Policy& b) { return same_policy(a, b); },
           py::is_operator())

@@ -424,6 +424,125 @@ TEST(Bounds, InvFreqF64AngleTermByHand) {
                    3 * std::ldexp(1.0, -53) + std::ldexp(1.0, -53));
 }
 
+// fast_powf_f32 (FlashInfer, CUDA -use_fast_math __powf): the documented worst case of every
+// approximation, pushed in each of the 8 sign combinations as far as PTX allows (lg2.approx within
+// 2^-22 of log2 relative, absolute in (0.5, 2); the fast division within 2 ulp; ex2.approx within
+// 2 ulp of the correctly rounded value), then the f32 product with float(m), against long double
+// exact angles over the ladder sweep's specs and positions.
+Policy fast_powf_policy() {
+  Policy p{Dtype::f32, Dtype::f32, Dtype::f32, AngleRecipe::fast_powf_f32, true, ""};
+  return p;
+}
+
+// v moved by whole ulps in direction dir while it stays within max_abs of exact.
+float push_ulps(float v, long double exact, int dir, long double max_abs, int steps) {
+  for (int k = 0; k < steps; ++k) {
+    const float n = std::nextafter(v, dir > 0 ? INFINITY : -INFINITY);
+    if (std::fabs(static_cast<long double>(n) - exact) > max_abs) break;
+    v = n;
+  }
+  return v;
+}
+
+float fast_powf_worst_angle(const RopeSpec& s, std::int64_t i, std::int64_t p, int signs) {
+  const int sl = signs & 1 ? 1 : -1, sy = signs & 2 ? 1 : -1, se = signs & 4 ? 1 : -1;
+  const float x = 1.0f / static_cast<float>(s.base);
+  const long double lx = std::log2(static_cast<long double>(x));
+  const long double lmax = (x > 0.5f && x < 2.0f) ? 0x1p-22L : 0x1p-22L * std::fabs(lx);
+  const float L = push_ulps(static_cast<float>(lx), lx, sl, lmax, 64);
+  const long double ye = static_cast<long double>(2 * i) / static_cast<long double>(s.rotary_dim);
+  const float y0 = static_cast<float>(ye);
+  const long double uy = std::ldexp(1.0L, std::ilogb(y0 == 0 ? 1.0f : y0) - 23);
+  const float y = y0 == 0 ? 0.0f : push_ulps(y0, ye, sy, 2 * uy, 4);
+  const float z = y * L;
+  const long double ez = std::exp2(static_cast<long double>(z));
+  const float e0 = static_cast<float>(ez);  // correctly rounded 2^z (to long double's precision)
+  const float inv = push_ulps(e0, e0, se, 2 * std::ldexp(1.0L, std::ilogb(e0) - 23), 2);
+  return static_cast<float>(p) * inv;
+}
+
+TEST(Bounds, FastPowfF32HoldsForTheDocumentedWorstCase) {
+  AngleSweep w;
+  const Policy fp = fast_powf_policy();
+  for (int signs = 0; signs < 8; ++signs)
+    sweep_angles(
+        w,
+        [signs](const RopeSpec& s, std::int64_t i, std::int64_t p) {
+          return fast_powf_worst_angle(s, i, p, signs);
+        },
+        [&](const RopeSpec& s, std::int64_t i, double p) {
+          return bounds::angle_error_bound(fp, s, i, p).rel;
+        });
+  std::cout << std::setprecision(6) << "[fast_powf_f32] " << w.n
+            << " angles at PTX's worst-case errors, worst observed / fast_powf_f32 bound = "
+            << w.worst << " at " << w.where << "\n";
+  EXPECT_GT(w.n, 800000);
+  EXPECT_LT(w.worst, 1.0) << w.where;
+  EXPECT_GT(w.worst, 0.5) << "the bound should be tight: the pushed errors are the ones it counts";
+  // The model the FlashInfer engine evaluates (correctly rounded approximations) is inside too.
+  AngleSweep model;
+  sweep_angles(
+      model,
+      [](const RopeSpec& s, std::int64_t i, std::int64_t p) {
+        return static_cast<float>(p) * fast_powf_f32_inv_freq(s.base, i, s.rotary_dim, 0);
+      },
+      [&](const RopeSpec& s, std::int64_t i, double p) {
+        return bounds::angle_error_bound(fp, s, i, p).rel;
+      });
+  EXPECT_LT(model.worst, 1.0) << model.where;
+}
+
+// Declared hf_f32, the fast-math computation exceeds the bound: every f32 step of __powf's
+// exponent is magnified by ln(base), nine times HF's exponent term (bounds.cpp 1.).
+TEST(Bounds, FastPowfExceedsTheHfF32Bound) {
+  AngleSweep w;
+  for (int signs = 0; signs < 8; ++signs)
+    sweep_angles(
+        w,
+        [signs](const RopeSpec& s, std::int64_t i, std::int64_t p) {
+          return fast_powf_worst_angle(s, i, p, signs);
+        },
+        [](const RopeSpec& s, std::int64_t i, double p) {
+          return bounds::angle_error_bound(kHf, s, i, p).rel;
+        });
+  std::cout << "[fast_powf_f32] worst-case fast-math computation / hf_f32 bound = " << w.worst
+            << " at " << w.where << "\n";
+  EXPECT_GT(w.worst, 2.0) << w.where;
+}
+
+// trig_argument turns_f32: the argument scaled into turns in f32 perturbs the angle by
+// tau ~ 2.68 u relative; the model (policy.cpp turns_f32_angle) stays within it, PTX's documented
+// sin.approx figures are within the model plus the declared trig_error 11.32, and the bound's
+// angle term grows by exactly tau (1 + rel).
+TEST(Bounds, TurnsF32ArgumentTerm) {
+  const Policy fp = fast_powf_policy();
+  Policy turns = fp;
+  turns.trig_argument = TrigArgument::turns_f32;
+  const RopeSpec s = spec128();
+  const auto exact = bounds::angle_error_bound(fp, s, 5, 70000);
+  const auto t = bounds::angle_error_bound(turns, s, 5, 70000);
+  const double tau = (t.rel - exact.rel) / (1 + exact.rel);
+  const double u = 0x1p-24;
+  std::cout << "[turns_f32] tau = " << tau / u << " u\n";
+  EXPECT_GT(tau, 2.6 * u);
+  EXPECT_LT(tau, 2.8 * u);
+  // PTX: 2^-14.7 absolute on [-100pi, 100pi] (and 2^-20.5 on [-2pi, 2pi]) within the model.
+  EXPECT_GT(std::ldexp(11.32, -24) + 100 * M_PI * tau, std::exp2(-14.7));
+  EXPECT_GT(std::ldexp(11.32, -24), std::exp2(-20.5));
+  // The model's angle against x, over f32 angles of every magnitude up to 2^40.
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  double worst = 0;
+  for (int e = -20; e <= 40; ++e)
+    for (int k = 0; k < 2000; ++k) {
+      const float x = std::ldexp(mant(rng), e);
+      worst = std::max(worst, std::fabs(turns_f32_angle(x) - x) / x / tau);
+    }
+  std::cout << "[turns_f32] worst |2pi t - x| / (tau |x|) = " << worst << "\n";
+  EXPECT_LT(worst, 1.0);
+  EXPECT_GT(worst, 0.5);
+}
+
 // Declared rounding toward zero (ncnn's bf16 truncation): the table's rounding into T and the
 // storage rounding into D each count a whole unit instead of half (bounds.cpp, sections 2 and 5),
 // their subnormal quanta whole too; every other term is unchanged.

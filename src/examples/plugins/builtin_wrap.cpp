@@ -65,6 +65,10 @@
 //                                            (ggml_cpu's f32 ladder declared hf_f32: the ladder's
 //                                            error grows with the pair index, which hf_f32's bound
 //                                            does not allow); validate must catch it
+//   ROPECHECK_WRAP_DECLARE_F64_ANGLE         every dtype's policy declares an f64 angle (recipe
+//                                            pow_product) and exact libm trig: FlashInfer's f32
+//                                            fast-math angle declared as if it were formed in f64;
+//                                            validate must catch it at long positions
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -137,6 +141,12 @@ ropecheck::Policy declared_policy(const ropecheck::Kernel& k, ropecheck::Dtype d
 #endif
 #ifdef ROPECHECK_WRAP_DECLARE_RECIPE
   p.recipe = ropecheck::AngleRecipe::ROPECHECK_WRAP_DECLARE_RECIPE;
+#endif
+#ifdef ROPECHECK_WRAP_DECLARE_F64_ANGLE
+  p.angle = ropecheck::Dtype::f64;
+  p.recipe = ropecheck::AngleRecipe::pow_product;
+  p.trig_argument = ropecheck::TrigArgument::exact;
+  p.trig_error = 2;
 #endif
   return p;
 }
@@ -434,6 +444,9 @@ constexpr const char* kDescription =
 #ifdef ROPECHECK_WRAP_DECLARE_RECIPE
     "; DECLARED (wrong): another angle recipe than the kernel's"
 #endif
+#ifdef ROPECHECK_WRAP_DECLARE_F64_ANGLE
+    "; DECLARED (wrong): an f64 angle and exact trig"
+#endif
 #if defined(ROPECHECK_WRAP_BUG_YARN_MSCALE)
     "; BUG: YaRN attention factor 0.07 ln f + 1"
 #elif defined(ROPECHECK_WRAP_BUG_SIN_SIGN)
@@ -480,6 +493,15 @@ ropecheck_plugin make_descriptor() {
     d.policies[i].recipe = static_cast<int32_t>(p.recipe);
     d.policies[i].fused = p.fused ? 1 : 0;
     d.policies[i].trig_error = p.trig_error;
+    d.policies[i].rounding =
+        (p.table_rounding == ropecheck::Rounding::toward_zero ? ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO
+                                                              : 0) |
+        (p.output_rounding == ropecheck::Rounding::toward_zero
+             ? ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO
+             : 0) |
+        (p.trig_argument == ropecheck::TrigArgument::turns_f32
+             ? ROPECHECK_ROUNDING_TRIG_ARGUMENT_TURNS_F32
+             : 0);
   }
   d.supports = supports;
   d.apply = apply;

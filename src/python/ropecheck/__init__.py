@@ -277,7 +277,8 @@ def _metadata(spec, policy, tensor_layout):
                    "fused": "true" if policy.fused else "false",
                    "trig_error": repr(policy.trig_error),
                    "table_rounding": policy.table_rounding,
-                   "output_rounding": policy.output_rounding})
+                   "output_rounding": policy.output_rounding,
+                   "trig_argument": policy.trig_argument})
     if tensor_layout is not None:
         md["tensor_layout"] = tensor_layout
     return md

@@ -97,6 +97,7 @@ REPR_POLICIES = [
               trig_error=0.1 + 0.2),
     rc.Policy(table="f16", arithmetic="f16", trig_error=3.0),
     rc.Policy(table="bf16", table_rounding="toward_zero", output_rounding="toward_zero"),
+    rc.Policy(recipe="fast_powf_f32", fused=True, trig_error=11.32, trig_argument="turns_f32"),
 ]
 
 
@@ -119,4 +120,8 @@ def test_equality_compares_every_field():
     assert rc.Policy().output_rounding == "nearest_even"
     with pytest.raises(ValueError, match="output_rounding"):
         rc.Policy(output_rounding="truncate")
+    assert rc.Policy() != rc.Policy(trig_argument="turns_f32")
+    assert rc.Policy().trig_argument == "exact"
+    with pytest.raises(ValueError, match="trig_argument"):
+        rc.Policy(trig_argument="turns")
     assert a != "spec" and rc.Policy() != None  # noqa: E711 (NotImplemented, not TypeError)

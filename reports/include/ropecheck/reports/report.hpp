@@ -47,7 +47,8 @@ namespace ropecheck::reports {
 // 4: the policy's recipe may be ladder_f32 (ggml / llama.cpp).
 // 5: the engine atlas block ("atlas"; its checks come first in "checks"), a plugin's "domain",
 //    and validate --out's "validation" verdict. Additive within 5 (readers of 5 ignore them):
-//    recipe inv_freq_f64, buckets[].label, policy table_rounding / output_rounding.
+//    recipe inv_freq_f64, buckets[].label, policy table_rounding / output_rounding; recipe
+//    fast_powf_f32 and policy trig_argument (the FlashInfer engine).
 inline constexpr int kSchemaVersion = 5;
 
 // Bad options: the CLI maps this to exit status 2.

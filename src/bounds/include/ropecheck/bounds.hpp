@@ -90,6 +90,7 @@ class PairBounds {
     double rel = 0, rel_big = 0;  // rel for |m| <= m_big and above
     double m_big = 0;             // 2^digits(angle precision), 2^24 for the ladder
     double ladder_theta_max = 0;  // the ladder's relative bound is inf above 2^127 / this
+    double turns = 0;             // trig_argument turns_f32: the argument's relative error
   };
 
  private:

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,11 +35,18 @@ enum class AngleRecipe : int {
   // pow gives; scaling variants by their f64 formulas), rounded once into `angle` precision, and
   // angle = m * inv_freq in `angle` precision: gemma.cpp (ops/ops.h CreateInvTimescale: f64, then
   // f32), and the host's own inv_freq_f32 / inv_freq_f64 tables handed to plugins (correctly
-  // rounded, which this covers). Values 4 and up are reserved for later recipes.
+  // rounded, which this covers).
   inv_freq_f64 = 3,
+  // CUDA under -use_fast_math (FlashInfer include/flashinfer/pos_enc.cuh, which calls __powf and
+  // builds with -use_fast_math): inv_freq = __powf(fl32(1 / fl32(base)), 2i / rd) =
+  // ex2.approx(fl32(y * lg2.approx(x))) with y = 2i / rd by the approximate f32 division, all f32;
+  // linear scaling multiplies by fl32(1 / fl32(factor)); angle = fl32(float(m) * inv_freq). The
+  // bound takes PTX's documented errors: lg2.approx 2^-22 relative (absolute in (0.5, 2)),
+  // ex2.approx 2 ulp from the correctly rounded value, div.approx/div.full 2 ulp (bounds.cpp 1.).
+  fast_powf_f32 = 4,
 };
-// "pow_product", "hf_f32", "ladder_f32", "inv_freq_f64" (the names of reports, `check` and the
-// plugin docs).
+// "pow_product", "hf_f32", "ladder_f32", "inv_freq_f64", "fast_powf_f32" (the names of reports,
+// `check` and the plugin docs).
 const char* name(AngleRecipe r);
 std::optional<AngleRecipe> parse_angle_recipe(std::string_view s);
 
@@ -53,6 +61,22 @@ enum class Rounding : int { nearest_even = 0, toward_zero = 1 };
 // "nearest_even", "toward_zero".
 const char* name(Rounding r);
 std::optional<Rounding> parse_rounding(std::string_view s);
+
+// What the trig function is evaluated at.
+//   exact:     cos/sin of the kernel's angle x (within trig_error, Policy).
+//   turns_f32: a hardware sine/cosine that takes its argument in turns: t = x * fl32(1/2pi)
+//              rounded in f32 (either direction; a wider angle is first rounded to f32), then
+//              sin(2pi t), cos(2pi t) within trig_error: CUDA's sin.approx / cos.approx (__sinf,
+//              __cosf, __sincosf, and sinf/cosf/sincosf under -use_fast_math). fl32(1/2pi) is
+//              0.68 u off and the product errs by up to an ulp of t, so the angle the hardware
+//              rotates by is off by up to ~2.7 u |x| (relative; bounds.cpp 1.), which at |x| ~ 1e6
+//              rad is ~0.16 rad. PTX documents sin.approx's absolute error as 2^-20.5 on [-2pi,
+//              2pi] and 2^-14.7 on [-100pi, 100pi], with no guarantee beyond: this model meets
+//              both figures and is what the bound assumes past 100pi.
+enum class TrigArgument : int { exact = 0, turns_f32 = 1 };
+// "exact", "turns_f32".
+const char* name(TrigArgument t);
+std::optional<TrigArgument> parse_trig_argument(std::string_view s);
 
 // Declared precision policy, as data: what the bounds are derived from and what reports print.
 struct Policy {
@@ -72,21 +96,38 @@ struct Policy {
   // sections 2 and 5) and the faithful-rounding check of MatchesReferenceWithinBound.
   Rounding table_rounding = Rounding::nearest_even;
   Rounding output_rounding = Rounding::nearest_even;
+  // What cos/sin are evaluated at (TrigArgument). Enters the angle term (bounds.cpp, section 1).
+  TrigArgument trig_argument = TrigArgument::exact;
 };
 
 // Every field of a declared policy on one line (`check` and `validate` print it):
 // "angle f32, table f32, arithmetic f32, recipe hf_f32, fused false, trig_error 2", then
-// ", table_rounding toward_zero" / ", output_rounding toward_zero" when declared (nearest-even, the
-// default, is not spelled out so that every existing declaration reads as before).
+// ", table_rounding toward_zero" / ", output_rounding toward_zero" / ", trig_argument turns_f32"
+// when declared (the defaults are not spelled out so that every existing declaration reads as
+// before).
 std::string describe(const Policy& p);
 // The policy as reports, `list --json` and `eval` print it (field order kept).
 nlohmann::ordered_json policy_json(const Policy& p);
 
-// The precision the recipe's angle is computed in: f32 for the f32 recipes (hf_f32, ladder_f32)
-// whatever `angle` says, else `angle`. Bounds, properties and reports all ask this.
+// The precision the recipe's angle is computed in: f32 for the f32 recipes (hf_f32, ladder_f32,
+// fast_powf_f32) whatever `angle` says, else `angle`. Bounds, properties and reports all ask this.
 inline Precision angle_precision(const Policy& p) {
-  return p.recipe == AngleRecipe::hf_f32 || p.recipe == AngleRecipe::ladder_f32 ? Dtype::f32
-                                                                                : p.angle;
+  return p.recipe == AngleRecipe::hf_f32 || p.recipe == AngleRecipe::ladder_f32 ||
+                 p.recipe == AngleRecipe::fast_powf_f32
+             ? Dtype::f32
+             : p.angle;
 }
+
+// The fast_powf_f32 recipe as ropecheck models it on a CPU (the FlashInfer emulation and the
+// report's recipe-faithful reference share this one definition): the device's f32 steps in its
+// order, with lg2.approx, ex2.approx and the approximate division replaced by f64 evaluations
+// rounded once into f32 (their documented errors are in the bound, not in the model's figures).
+// linear_factor: the linear scaling factor, or 0 for none.
+float fast_powf_f32_inv_freq(double base, std::int64_t pair, std::int64_t rotary_dim,
+                             double linear_factor);
+// turns_f32: the angle a hardware sine is evaluated at for the f32 angle x, 2pi t with
+// t = fl32(x * fl32(1/2pi)) (round to nearest in the model), as the nearest double (2^-53
+// relative, far below the f32 terms).
+double turns_f32_angle(float x);
 
 }  // namespace ropecheck

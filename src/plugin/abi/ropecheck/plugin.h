@@ -164,6 +164,12 @@ extern "C" {
  *                ABI 3: a host older than this recipe rejects the value (exit 2), never misreads
  *                it. */
 #define ROPECHECK_RECIPE_INV_FREQ_F64 3
+/*   FAST_POWF_F32: CUDA under -use_fast_math (FlashInfer's pos_enc.cuh): inv_freq =
+ *                __powf(1.0f / float(base), float(2i) / float(rd)) = ex2.approx(y * lg2.approx(x)),
+ *                angle = float(m) * inv_freq, all f32; linear scaling multiplies inv_freq by
+ *                1.0f / float(factor). Its error is about 9 ln(base) u per unit of 2i/rd, nine
+ *                times HF_F32's. Additive in ABI 3, as INV_FREQ_F64. */
+#define ROPECHECK_RECIPE_FAST_POWF_F32 4
 
 /* ropecheck_policy.rounding (additive in ABI 3): which conversions into storage truncate.
  *   TABLE_TOWARD_ZERO:  cos/sin are rounded toward zero into `table` (when it is narrower than the
@@ -178,8 +184,15 @@ extern "C" {
 #define ROPECHECK_ROUNDING_NEAREST_EVEN 0
 #define ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO (1 << 0)
 #define ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO (1 << 1)
-#define ROPECHECK_ROUNDING_ALL \
-  (ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO | ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO)
+/* TRIG_ARGUMENT_TURNS_F32 (additive in ABI 3): the rounding of the trig argument into turns. The
+ * kernel's sin/cos take t = angle * fl32(1/2pi) rounded in f32, then a hardware approximation:
+ * CUDA's __sinf / __cosf / __sincosf (sin.approx / cos.approx), and sinf / cosf under
+ * -use_fast_math. The angle actually rotated by is off by up to ~2.7 u_f32 of itself (about 0.16 rad
+ * at an angle of 1e6 rad); declare trig_error 11.32 with it for PTX's documented 2^-20.5. */
+#define ROPECHECK_ROUNDING_TRIG_ARGUMENT_TURNS_F32 (1 << 2)
+#define ROPECHECK_ROUNDING_ALL                                                     \
+  (ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO | ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO | \
+   ROPECHECK_ROUNDING_TRIG_ARGUMENT_TURNS_F32)
 
 /* Return values of apply(). Any other non-zero value is an error too. */
 #define ROPECHECK_OK 0

@@ -1,0 +1,159 @@
+// `flashinfer`: FlashInfer's on-the-fly RoPE (apply_rope_pos_ids / apply_rope_pos_ids_inplace),
+// following github.com/flashinfer-ai/flashinfer @ fb28d7242b3506a2348265962041acc1fb56cca4
+// (include/flashinfer/pos_enc.cuh last changed at b705b6799cf1d5dfb43c27c9ec641fb74f8a9ebe):
+//   BatchQKApplyRotaryPosIds (host): rope_rcp_scale = 1.0f / rope_scale,
+//     rope_rcp_theta = 1.0f / rope_theta (rope_theta a float parameter), smooth_a = smooth_b = 0
+//   BatchQKApplyRotaryPosIds[HeadParallelism]Kernel (device, per element e of the rotary part):
+//     freq = __powf(rope_rcp_theta, float(2 * j) / float(rotary_dim)), j the element's pair
+//       (interleave: e / 2; NeoX: e % (rotary_dim / 2));
+//     smooth = clamp(freq * smooth_a + smooth_b, 0, 1) = 0, so
+//     freq = (1 - 0) * (freq * rope_rcp_scale) + 0 * freq = fl(freq * rope_rcp_scale);
+//     embed = float(pos) * freq; __sincosf(embed, &sin, &cos)
+//   vec_apply_llama_rope_cos_sin[_interleave]: x loaded as f32 (exact from f16 / bf16),
+//     out = x * cos + (-partner or partner) * sin in f32, stored by cast_store (round to nearest
+//     even into the tensor's dtype); elements past rotary_dim loaded and stored unchanged.
+//   flashinfer/jit/core.py gen_jit_spec: every kernel is built with -use_fast_math (so `/` is the
+//     approximate division and the compiler contracts a * b + c * d into an FMA).
+// Modelled, not reproduced (a CPU cannot run the GPU's approximations bit for bit):
+//   __powf = ex2.approx(y * lg2.approx(x)) and the fast division: the f32 steps in FlashInfer's
+//     order with log2 / exp2 / division evaluated in f64 and rounded once (policy.cpp
+//     fast_powf_f32_inv_freq); the declared recipe fast_powf_f32 carries PTX's documented 2^-22
+//     and 2 ulp errors;
+//   __sincosf = sin.approx / cos.approx: the argument scaled into turns by an f32 multiply with
+//     fl32(1/2pi) (reproduced: turns_f32_angle), then sin / cos of 2pi t in f64 rounded to f32;
+//     the hardware's own approximation (PTX: 2^-20.5 absolute) is the declared trig_error 11.32,
+//     not part of the model's figures;
+//   the FMA contraction of the rotation: fma(x, cos, -(partner * sin)) is taken (nvcc may fuse
+//     the other product; the bound is the same, bounds.cpp section 3);
+//   flush-to-zero of f32 subnormals (-use_fast_math implies -ftz=true) is not modelled: it only
+//     touches bf16 inputs below 2^-126.
+// FlashInfer takes f16 and bf16 (DISPATCH_DLPACK_DTYPE_TO_CTYPE_FP16), head dims 64, 128, 256,
+// 512 (DISPATCH_HEAD_DIM), int32 or int64 positions, no magnitude scale. Each thread rotates a
+// chunk of vec_size = max(8, head_dim / 32) elements when the chunk starts below rotary_dim, so a
+// rotary_dim that is not a multiple of vec_size (2 vec_size for NeoX, whose partner chunk must
+// not straddle rotary_dim / 2) would rotate past it or pair the wrong elements: upstream does not
+// check it; this emulation's supports() rejects such rotary dims instead.
+#include "engine.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace ropecheck::engines {
+namespace {
+
+// __sincosf as modelled: sin / cos of 2pi t, t = fl32(x * fl32(1/2pi)), reduced to
+// [-1/2, 1/2] turn exactly, evaluated in f64 and rounded once.
+void fast_sincos(float x, float& s, float& c) {
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  const float t = x * static_cast<float>(1.0 / kTwoPi);
+  const float r = t - std::nearbyint(t);  // exact: a multiple of ulp(t), at most 1/2
+  s = static_cast<float>(std::sin(kTwoPi * static_cast<double>(r)));
+  c = static_cast<float>(std::cos(kTwoPi * static_cast<double>(r)));
+}
+
+template <class T>
+void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
+  const auto* in = static_cast<const T*>(a.in);
+  auto* out = static_cast<T*>(a.out);
+  const std::int64_t np = spec.n_pairs();
+  const double lin = spec.scaling.kind == ScalingKind::linear ? spec.scaling.factor : 0.0;
+  std::vector<float> freq(np), cos_t(np), sin_t(np);
+  for (std::int64_t i = 0; i < np; ++i)
+    freq[i] = fast_powf_f32_inv_freq(spec.base, i, spec.rotary_dim, lin);
+  std::vector<float> y(spec.rotary_dim);
+  for (std::int64_t t = 0; t < a.n_tokens; ++t) {
+    const float pos = static_cast<float>(a.positions[t]);  // float(pos): one rounding above 2^24
+    for (std::int64_t i = 0; i < np; ++i) fast_sincos(pos * freq[i], sin_t[i], cos_t[i]);
+    for (std::int64_t h = 0; h < a.n_heads; ++h) {
+      const std::int64_t off = t * a.token_stride + h * a.head_stride;
+      // Every output from the loaded inputs (q and q_rope may alias: in place is allowed).
+      for (std::int64_t i = 0; i < np; ++i) {
+        const auto [ia, ib] = spec.pair(i);
+        const float x0 = static_cast<float>(in[off + ia]);
+        const float x1 = static_cast<float>(in[off + ib]);
+        y[2 * i] = std::fma(x0, cos_t[i], -(x1 * sin_t[i]));
+        y[2 * i + 1] = std::fma(x1, cos_t[i], x0 * sin_t[i]);
+      }
+      for (std::int64_t i = 0; i < np; ++i) {
+        const auto [ia, ib] = spec.pair(i);
+        out[off + ia] = T(y[2 * i]);
+        out[off + ib] = T(y[2 * i + 1]);
+      }
+      kernels::copy_tail(spec, in + off, out + off);
+    }
+  }
+}
+
+class FlashInferKernel final : public EngineBase {
+ public:
+  FlashInferKernel() : EngineBase({Dtype::f16, Dtype::bf16}, {Layout::interleaved, Layout::half}) {}
+  std::string name() const override { return "flashinfer"; }
+  std::string description() const override {
+    return "FlashInfer apply_rope_pos_ids (CUDA, -use_fast_math): inv_freq by __powf, f32 angle, "
+           "__sincosf (argument in f32 turns), f32 FMA rotation, one rounding into f16/bf16 "
+           "(GPU fast-math modelled)";
+  }
+  Provenance provenance() const override {
+    return {"FlashInfer (CUDA, apply_rope_pos_ids)",
+            "flashinfer-ai/flashinfer include/flashinfer/pos_enc.cuh @ "
+            "fb28d7242b3506a2348265962041acc1fb56cca4",
+            "not checked against the real code: it runs on an NVIDIA GPU only and none is "
+            "available here (no golden set can be made); the model's steps are read from the "
+            "source and its error terms from the PTX ISA",
+            "GPU fast-math modelled: __sincosf's argument scaled into f32 turns is reproduced, "
+            "sin.approx/cos.approx (2^-20.5 abs), lg2.approx/ex2.approx (__powf) and the fast "
+            "division are replaced by correctly rounded values and covered by the declared policy "
+            "(trig_error 11.32, recipe fast_powf_f32); bit-exact only on the device"};
+  }
+  Policy policy(Dtype) const override {
+    Policy p{Dtype::f32,
+             Dtype::f32,
+             Dtype::f32,
+             AngleRecipe::fast_powf_f32,
+             true,
+             "CUDA -use_fast_math: __powf inv_freq, __sincosf (argument in f32 turns), f32 FMA "
+             "rotation, f16/bf16 stored once (round to nearest even)",
+             11.32};  // PTX sin.approx: 2^-20.5 absolute = 11.31 u_f32
+    p.trig_argument = TrigArgument::turns_f32;
+    return p;
+  }
+  Domain domain() const override {
+    Domain d = EngineBase::domain();
+    d.head_dims = {64, 128, 256, 512};
+    d.magnitude_scale = false;  // apply_rope_pos_ids has no magnitude
+    return d;
+  }
+  bool supports(const RopeSpec& spec, Dtype d) const override {
+    const ScalingKind k = spec.scaling.kind;
+    if (spec.scale != 1 || (k != ScalingKind::none && k != ScalingKind::linear)) return false;
+    const std::int64_t hd = spec.head_dim, rd = spec.rotary_dim;
+    if (hd != 64 && hd != 128 && hd != 256 && hd != 512) return false;
+    const std::int64_t vec = std::max<std::int64_t>(8, hd / 32);
+    const std::int64_t chunk = spec.layout == Layout::half ? 2 * vec : vec;
+    if (rd % chunk != 0) return false;
+    RopeSpec unscaled = spec;
+    unscaled.scaling = {};
+    return EngineBase::supports(unscaled, d);
+  }
+  KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
+    if (!supports(spec, a.dtype)) return KernelStatus::unsupported;
+    RopeSpec unscaled = spec;
+    unscaled.scaling = {};
+    if (auto st = check(unscaled, a); st != KernelStatus::ok) return st;
+    if (a.dtype == Dtype::f16)
+      rotate_all<Eigen::half>(spec, a);
+    else
+      rotate_all<Eigen::bfloat16>(spec, a);
+    return KernelStatus::ok;
+  }
+};
+
+}  // namespace
+
+const EngineKernel& flashinfer_kernel() {
+  static const FlashInferKernel k;
+  return k;
+}
+
+}  // namespace ropecheck::engines
