@@ -45,9 +45,11 @@ bool ladder_f32_faithful(const Policy& p, const RopeSpec& spec) {
   return p.recipe == AngleRecipe::ladder_f32 &&
          (k == ScalingKind::none || k == ScalingKind::linear || k == ScalingKind::freq_factors);
 }
-// fast_powf_f32 (FlashInfer) is reproduced unscaled and with linear scaling on the 1-D layouts.
+// fast_powf_f32 (FlashInfer) is reproduced unscaled and with linear scaling on the 1-D layouts,
+// fast_powf_ladder_f32 (llama.cpp CUDA) unscaled on every layout (through spec.ladder).
 bool fast_powf_faithful(const Policy& p, const RopeSpec& spec) {
   const ScalingKind k = spec.scaling.kind;
+  if (p.recipe == AngleRecipe::fast_powf_ladder_f32) return k == ScalingKind::none;
   return p.recipe == AngleRecipe::fast_powf_f32 &&
          (k == ScalingKind::none || k == ScalingKind::linear) &&
          (spec.layout == Layout::interleaved || spec.layout == Layout::half);
@@ -56,6 +58,11 @@ bool fast_powf_faithful(const Policy& p, const RopeSpec& spec) {
 
 double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::int64_t m) {
   if (p.recipe == AngleRecipe::ladder_f32) return static_cast<double>(ladder_f32_angle(spec, i, m));
+  if (p.recipe == AngleRecipe::fast_powf_ladder_f32) {
+    const auto [j, dim] = spec.ladder(i);
+    return static_cast<double>(static_cast<float>(m) *
+                               fast_powf_ladder_f32_inv_freq(spec.base, j, dim));
+  }
   if (p.recipe == AngleRecipe::fast_powf_f32) {
     const double lin = spec.scaling.kind == ScalingKind::linear ? spec.scaling.factor : 0.0;
     const float inv = fast_powf_f32_inv_freq(spec.base, i, spec.rotary_dim, lin);
@@ -107,6 +114,8 @@ int recipe_key(const Policy& p) {
       return 110 + static_cast<int>(p.angle);
     case AngleRecipe::fast_powf_f32:
       return 120 + (p.trig_argument == TrigArgument::turns_f32 ? 1000 : 0);
+    case AngleRecipe::fast_powf_ladder_f32:
+      return 121 + (p.trig_argument == TrigArgument::turns_f32 ? 1000 : 0);
     case AngleRecipe::pow_product:
       break;
   }

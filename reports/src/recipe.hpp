@@ -21,6 +21,8 @@ namespace ropecheck::reports::detail {
 //                other scaling kinds are not part of this recipe (recipe_trig's generic path).
 //   fast_powf_f32: fast_powf_f32_inv_freq (policy.hpp; FlashInfer's __powf as modelled),
 //                angle = float(m) * inv_freq; linear scaling as FlashInfer's rope_scale.
+//   fast_powf_ladder_f32: fast_powf_ladder_f32_inv_freq (llama.cpp CUDA's __powf(theta_scale,
+//                j) as modelled), angle = float(m) * inv_freq; unscaled, every layout.
 // recipe_trig then evaluates cos/sin at the angle the trig function sees: with trig_argument
 // turns_f32, 2pi fl32(angle * fl32(1/2pi)) (turns_f32_angle).
 double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::int64_t m);

@@ -79,6 +79,18 @@
 //      with float(m) (u; u more when |m| > 2^24), as for the others. The other scaling kinds are
 //      not part of this recipe: no angle claim (cap 2). Valid while inv_freq is a normal f32
 //      (z > -126): otherwise no claim.
+//    fast_powf_ladder_f32 (ggml / llama.cpp CUDA, src/ggml-cuda/rope.cu under -use_fast_math:
+//    ts = powf(float(base), -2.0f/float(dim)) on the host, inv_freq = __powf(ts, float(j)) =
+//    ex2.approx(fl(j * lg2.approx(ts))), (j, dim) = spec.ladder(i); all f32). With
+//    Lambda1 = |log2 ts*| = e1 log2(base), e1 = 2/dim:
+//      ts: |ln(ts / ts*)| <= lambda (ladder_f32's, above), so |log2 ts - log2 ts*| <= lambda/ln 2;
+//      lg2.approx: <= 4u max(Lambda1, 1) (absolute 2^-22 when ts in (0.5, 2), which is most
+//        specs: 2 log2(base) < dim), times j; the product j * L: u j Lambda1 (j is exact);
+//      |z - z*| <= j (lambda / ln 2 + 4u max(Lambda1, 1) + u Lambda1), and
+//      rho_theta = expm1(ln 2 |z - z*|) + 5u (ex2.approx). At small Lambda1 the absolute lg2
+//      error dominates: ~2.8 j u, e.g. 175 u at pair 63 of head_dim 128, where hf_f32 counts
+//      13 u. Then the product with float(m) as for the others. Unscaled only (no angle claim for
+//      scaled specs); valid while inv_freq is a normal f32 (j Lambda1 < 125).
 //    trig_argument turns_f32 (any recipe; Policy::TrigArgument): the hardware evaluates sin/cos at
 //      2pi t, t = x' fl32(1/2pi) rounded once in f32 (either direction), x' = x rounded to f32
 //      when the angle precision is wider: 2pi t = x (1 + d_x)(1 + k)(1 + d_t), with
@@ -311,6 +323,32 @@ PairBounds::AngleTerms fast_powf_f32_terms(const RopeSpec& spec, std::int64_t pa
   return t;
 }
 
+// Section 1, fast_powf_ladder_f32: t.theta already set.
+PairBounds::AngleTerms fast_powf_ladder_f32_terms(const RopeSpec& spec, std::int64_t pair,
+                                                  PairBounds::AngleTerms t) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  constexpr double u = 0x1p-24;
+  t.m_big = 0x1p24;
+  const auto [j, dim] = spec.ladder(pair);
+  const double e1 = 2.0 / static_cast<double>(dim);
+  const double lambda1 = e1 * std::fabs(std::log2(spec.base));
+  const double jd = static_cast<double>(j);
+  if (spec.scaling.kind != ScalingKind::none || std::isinf(round_to_dtype(spec.base, Dtype::f32)) ||
+      jd * lambda1 >= 125) {
+    t.rel = t.rel_big = inf;
+    return t;
+  }
+  const double mu = -std::log1p(-u), mu2 = -std::log1p(-2 * u);
+  const double lambda = e1 * std::log(spec.base) * u +
+                        (exactly_representable(spec.base, Dtype::f32) ? 0.0 : e1 * (1 + u) * mu) +
+                        mu2;
+  const double dz =
+      jd * (lambda / std::log(2.0) + 4 * u * std::max(lambda1 * (1 + 0x1p-20), 1.0) + u * lambda1);
+  t.rel = std::expm1(std::log(2.0) * dz) * (1 + 0x1p-40) + 5 * u + u;
+  t.rel_big = t.rel + u;
+  return t;
+}
+
 // Section 1, trig_argument turns_f32: tau, the relative error of the angle the hardware rotates by
 // against the kernel's angle.
 double turns_f32_rel(Precision angle) {
@@ -347,6 +385,8 @@ PairBounds::AngleTerms recipe_angle_terms(const Policy& policy, const RopeSpec& 
     return t;
   }
   if (policy.recipe == AngleRecipe::fast_powf_f32) return fast_powf_f32_terms(spec, pair, t);
+  if (policy.recipe == AngleRecipe::fast_powf_ladder_f32)
+    return fast_powf_ladder_f32_terms(spec, pair, t);
   const bool dyn = sc.kind == ScalingKind::dynamic;
   const double base = dyn ? dynamic_base_f64(spec) : spec.base;
   const double lnb = std::log(base);

@@ -41,7 +41,8 @@
 //   angle_recipe     hf_f32 (default: HF/vLLM inv_freq and f32(m) * inv_freq) | pow_product |
 //                    ladder_f32 (ggml/llama.cpp CPU: f32 theta *= powf(base, -2/dim) per pair) |
 //                    inv_freq_f64 (gemma.cpp: inv_freq in f64 rounded once, angle product) |
-//                    fast_powf_f32 (CUDA -use_fast_math __powf, FlashInfer)
+//                    fast_powf_f32 (CUDA -use_fast_math __powf, FlashInfer) |
+//                    fast_powf_ladder_f32 (llama.cpp CUDA: __powf(theta_scale, i))
 //   trig_argument    exact (default) | turns_f32 (CUDA __sinf/__cosf/__sincosf: the argument
 //                    scaled into turns in f32 before the hardware sine)
 //   fused            true | false (default false)
@@ -247,8 +248,8 @@ Policy policy_from_keys(const KeyReader& k) {
     const auto recipe = parse_angle_recipe(*rc);
     if (!recipe)
       throw UsageError(
-          "angle_recipe must be hf_f32, pow_product, ladder_f32, inv_freq_f64 or fast_powf_f32 "
-          "(got '" +
+          "angle_recipe must be hf_f32, pow_product, ladder_f32, inv_freq_f64, fast_powf_f32 or "
+          "fast_powf_ladder_f32 (got '" +
           *rc + "')");
     p.recipe = *recipe;
   }

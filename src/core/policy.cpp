@@ -22,13 +22,16 @@ const char* name(AngleRecipe r) {
       return "inv_freq_f64";
     case AngleRecipe::fast_powf_f32:
       return "fast_powf_f32";
+    case AngleRecipe::fast_powf_ladder_f32:
+      return "fast_powf_ladder_f32";
   }
   return "?";
 }
 
 std::optional<AngleRecipe> parse_angle_recipe(std::string_view s) {
-  for (AngleRecipe r : {AngleRecipe::pow_product, AngleRecipe::hf_f32, AngleRecipe::ladder_f32,
-                        AngleRecipe::inv_freq_f64, AngleRecipe::fast_powf_f32})
+  for (AngleRecipe r :
+       {AngleRecipe::pow_product, AngleRecipe::hf_f32, AngleRecipe::ladder_f32,
+        AngleRecipe::inv_freq_f64, AngleRecipe::fast_powf_f32, AngleRecipe::fast_powf_ladder_f32})
     if (s == name(r)) return r;
   return std::nullopt;
 }
@@ -93,6 +96,13 @@ float fast_powf_f32_inv_freq(double base, std::int64_t pair, std::int64_t rotary
   float f = static_cast<float>(std::exp2(static_cast<double>(z)));
   if (linear_factor != 0) f = f * (1.0f / static_cast<float>(linear_factor));
   return f;
+}
+
+float fast_powf_ladder_f32_inv_freq(double base, std::int64_t j, std::int64_t dim) {
+  const float ts = std::pow(static_cast<float>(base), -2.0f / static_cast<float>(dim));
+  const float lg = static_cast<float>(std::log2(static_cast<double>(ts)));
+  const float z = static_cast<float>(j) * lg;
+  return static_cast<float>(std::exp2(static_cast<double>(z)));
 }
 
 double turns_f32_angle(float x) {

@@ -54,6 +54,7 @@ const EngineKernel& hf_eager_kernel();
 const EngineKernel& vllm_native_kernel();
 const EngineKernel& ggml_cpu_kernel();
 const EngineKernel& flashinfer_kernel();
+const EngineKernel& ggml_cuda_kernel();
 }  // namespace engines
 
 const std::vector<const Kernel*>& builtin_kernels() {
@@ -73,7 +74,7 @@ const std::vector<const EngineKernel*>& engine_kernels() {
   // Atlas order: one line per engine.
   static const std::vector<const EngineKernel*> all = {
       &engines::hf_eager_kernel(), &engines::vllm_native_kernel(), &engines::ggml_cpu_kernel(),
-      &engines::flashinfer_kernel()};
+      &engines::ggml_cuda_kernel(), &engines::flashinfer_kernel()};
   return all;
 }
 

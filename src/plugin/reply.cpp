@@ -38,11 +38,11 @@ bool valid_precision(std::int32_t p) { return p >= 0 && p < ROPECHECK_DTYPE_COUN
 
 // The declared policy of dtype i, checked: precisions and recipe in range, trig_error >= 0.
 Policy declared_policy(const Descriptor& d, const ropecheck_policy& p, int i) {
-  // ABI 2 had no trig_error (reserved bytes, 0) and no ladder, inv_freq_f64 or fast_powf_f32
-  // recipe.
+  // ABI 2 had no trig_error (reserved bytes, 0) and no ladder, inv_freq_f64 or fast_powf
+  // recipes.
   const double trig = d.abi_version >= 3 ? p.trig_error : 0.0;
   const std::int32_t max_recipe =
-      d.abi_version >= 3 ? ROPECHECK_RECIPE_FAST_POWF_F32 : ROPECHECK_RECIPE_HF_F32;
+      d.abi_version >= 3 ? ROPECHECK_RECIPE_FAST_POWF_LADDER_F32 : ROPECHECK_RECIPE_HF_F32;
   const char* dtype = ropecheck::name(static_cast<Dtype>(i));
   if (!valid_precision(p.angle) || !valid_precision(p.table) || !valid_precision(p.arithmetic) ||
       p.recipe < ROPECHECK_RECIPE_POW_PRODUCT || p.recipe > max_recipe)

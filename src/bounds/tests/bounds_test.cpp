@@ -510,6 +510,56 @@ TEST(Bounds, FastPowfExceedsTheHfF32Bound) {
   EXPECT_GT(w.worst, 2.0) << w.where;
 }
 
+// fast_powf_ladder_f32 (ggml / llama.cpp CUDA: __powf(theta_scale, j), theta_scale from the host's
+// powf): lg2.approx pushed to PTX's 2^-22 (absolute in (0.5, 2), relative outside) and ex2.approx
+// to 2 ulp, each direction, over the ladder sweep.
+float fast_powf_ladder_worst_angle(const RopeSpec& s, std::int64_t i, std::int64_t p, int signs) {
+  const int sl = signs & 1 ? 1 : -1, se = signs & 2 ? 1 : -1;
+  const auto [j, dim] = s.ladder(i);
+  const float ts = std::pow(static_cast<float>(s.base), -2.0f / static_cast<float>(dim));
+  const long double lt = std::log2(static_cast<long double>(ts));
+  const long double lmax = (ts > 0.5f && ts < 2.0f) ? 0x1p-22L : 0x1p-22L * std::fabs(lt);
+  const float L = push_ulps(static_cast<float>(lt), lt, sl, lmax, 256);
+  const float z = static_cast<float>(j) * L;
+  const float e0 = static_cast<float>(std::exp2(static_cast<long double>(z)));
+  const float inv = push_ulps(e0, e0, se, 2 * std::ldexp(1.0L, std::ilogb(e0) - 23), 2);
+  return static_cast<float>(p) * inv;
+}
+
+TEST(Bounds, FastPowfLadderF32HoldsForTheDocumentedWorstCase) {
+  const Policy fl{Dtype::f32, Dtype::f32, Dtype::f32, AngleRecipe::fast_powf_ladder_f32, true, ""};
+  AngleSweep w, hf;
+  for (int signs = 0; signs < 4; ++signs) {
+    const auto angle = [signs](const RopeSpec& s, std::int64_t i, std::int64_t p) {
+      return fast_powf_ladder_worst_angle(s, i, p, signs);
+    };
+    sweep_angles(w, angle, [&](const RopeSpec& s, std::int64_t i, double p) {
+      return bounds::angle_error_bound(fl, s, i, p).rel;
+    });
+    sweep_angles(hf, angle, [](const RopeSpec& s, std::int64_t i, double p) {
+      return bounds::angle_error_bound(kHf, s, i, p).rel;
+    });
+  }
+  std::cout << std::setprecision(6) << "[fast_powf_ladder_f32] " << w.n
+            << " angles at PTX's worst-case errors, worst observed / fast_powf_ladder_f32 bound = "
+            << w.worst << " at " << w.where << "; / hf_f32 bound = " << hf.worst << " at "
+            << hf.where << "\n";
+  EXPECT_LT(w.worst, 1.0) << w.where;
+  EXPECT_GT(w.worst, 0.5) << "the bound should be tight: the pushed errors are the ones it counts";
+  EXPECT_GT(hf.worst, 2.0) << "the HF recipe's bound does not cover CUDA's __powf ladder";
+  AngleSweep model;  // the ggml_cuda engine's model (correctly rounded lg2 / ex2)
+  sweep_angles(
+      model,
+      [](const RopeSpec& s, std::int64_t i, std::int64_t p) {
+        const auto [j, dim] = s.ladder(i);
+        return static_cast<float>(p) * fast_powf_ladder_f32_inv_freq(s.base, j, dim);
+      },
+      [&](const RopeSpec& s, std::int64_t i, double p) {
+        return bounds::angle_error_bound(fl, s, i, p).rel;
+      });
+  EXPECT_LT(model.worst, 1.0) << model.where;
+}
+
 // trig_argument turns_f32: the argument scaled into turns in f32 perturbs the angle by
 // tau ~ 2.68 u relative; the model (policy.cpp turns_f32_angle) stays within it, PTX's documented
 // sin.approx figures are within the model plus the declared trig_error 11.32, and the bound's

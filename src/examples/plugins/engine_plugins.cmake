@@ -7,8 +7,8 @@
 # and GPT-J; ggml: int32 positions, f32/f16, no magnitude) and its own policy; each has a
 # *_misdeclared twin declaring a policy its recipe does not meet: an f32 table and f32 arithmetic
 # for the recipes that round the table and every op into bf16/f16 (hf_eager, vllm_native), the
-# hf_f32 angle recipe for ggml's f32 ladder, an f64 angle with exact trig for FlashInfer's f32
-# fast-math angle (its emulation replaces the GPU approximations by correctly rounded values, so
+# hf_f32 angle recipe for ggml's f32 ladder, an f64 angle with exact trig for the f32 fast-math
+# angles of FlashInfer and ggml's CUDA backend (its emulation replaces the GPU approximations by correctly rounded values, so
 # only a declaration tighter than f32 angles shows on the CPU).
 set(_engine_hf_eager "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)"
     "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)")
@@ -26,12 +26,15 @@ set(_engine_flashinfer "ROPECHECK_WRAP_HEAD_DIMS=64,128,256,512" ROPECHECK_WRAP_
     "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)|ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED)"
     "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)|ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_LINEAR)"
     "ROPECHECK_WRAP_DTYPES=ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F16)|ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_BF16)")
+set(_engine_ggml_cuda ${_engine_ggml_cpu})
 set(_misdeclare_hf_eager ROPECHECK_WRAP_DECLARE_F32_ROTATION)
 set(_misdeclare_vllm_native ROPECHECK_WRAP_DECLARE_F32_ROTATION)
 set(_misdeclare_ggml_cpu ROPECHECK_WRAP_DECLARE_RECIPE=hf_f32)
 set(_misdeclare_flashinfer ROPECHECK_WRAP_DECLARE_F64_ANGLE)
-set(ROPECHECK_ENGINE_PLUGINS hf_eager vllm_native ggml_cpu flashinfer)
+set(_misdeclare_ggml_cuda ROPECHECK_WRAP_DECLARE_F64_ANGLE)
+set(ROPECHECK_ENGINE_PLUGINS hf_eager vllm_native ggml_cpu ggml_cuda flashinfer)
 set(_misdeclared_dtype_hf_eager bf16)
 set(_misdeclared_dtype_vllm_native bf16)
 set(_misdeclared_dtype_ggml_cpu f32)
 set(_misdeclared_dtype_flashinfer bf16)
+set(_misdeclared_dtype_ggml_cuda f32)

@@ -17,6 +17,7 @@
 #include "ropecheck/kernels/engines.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <vector>
@@ -34,6 +35,19 @@ inline float round_f32_to(Dtype d, float v) {
     default:
       return v;
   }
+}
+
+// CUDA's __sincosf (and __sinf / __cosf: sin.approx / cos.approx) as modelled for the GPU engines:
+// the argument scaled into turns, t = fl32(x * fl32(1/2pi)) (reproduced; policy.hpp
+// TrigArgument::turns_f32), reduced to [-1/2, 1/2] turn exactly, then sin / cos of 2pi t in f64
+// rounded once. The hardware's own approximation (PTX: 2^-20.5 absolute) is not reproduced: it is
+// in the engines' declared trig_error.
+inline void cuda_fast_sincos(float x, float& s, float& c) {
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  const float t = x * static_cast<float>(1.0 / kTwoPi);
+  const float r = t - std::nearbyint(t);  // exact: a multiple of ulp(t), at most 1/2
+  s = static_cast<float>(std::sin(kTwoPi * static_cast<double>(r)));
+  c = static_cast<float>(std::cos(kTwoPi * static_cast<double>(r)));
 }
 
 class EngineBase : public EngineKernel {

@@ -42,16 +42,6 @@
 namespace ropecheck::engines {
 namespace {
 
-// __sincosf as modelled: sin / cos of 2pi t, t = fl32(x * fl32(1/2pi)), reduced to
-// [-1/2, 1/2] turn exactly, evaluated in f64 and rounded once.
-void fast_sincos(float x, float& s, float& c) {
-  constexpr double kTwoPi = 6.283185307179586476925286766559;
-  const float t = x * static_cast<float>(1.0 / kTwoPi);
-  const float r = t - std::nearbyint(t);  // exact: a multiple of ulp(t), at most 1/2
-  s = static_cast<float>(std::sin(kTwoPi * static_cast<double>(r)));
-  c = static_cast<float>(std::cos(kTwoPi * static_cast<double>(r)));
-}
-
 template <class T>
 void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
   const auto* in = static_cast<const T*>(a.in);
@@ -64,7 +54,7 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
   std::vector<float> y(spec.rotary_dim);
   for (std::int64_t t = 0; t < a.n_tokens; ++t) {
     const float pos = static_cast<float>(a.positions[t]);  // float(pos): one rounding above 2^24
-    for (std::int64_t i = 0; i < np; ++i) fast_sincos(pos * freq[i], sin_t[i], cos_t[i]);
+    for (std::int64_t i = 0; i < np; ++i) cuda_fast_sincos(pos * freq[i], sin_t[i], cos_t[i]);
     for (std::int64_t h = 0; h < a.n_heads; ++h) {
       const std::int64_t off = t * a.token_stride + h * a.head_stride;
       // Every output from the loaded inputs (q and q_rope may alias: in place is allowed).

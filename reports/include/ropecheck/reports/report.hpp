@@ -48,7 +48,8 @@ namespace ropecheck::reports {
 // 5: the engine atlas block ("atlas"; its checks come first in "checks"), a plugin's "domain",
 //    and validate --out's "validation" verdict. Additive within 5 (readers of 5 ignore them):
 //    recipe inv_freq_f64, buckets[].label, policy table_rounding / output_rounding; recipe
-//    fast_powf_f32 and policy trig_argument (the FlashInfer engine).
+//    fast_powf_f32 and policy trig_argument (the FlashInfer engine); recipe fast_powf_ladder_f32
+//    (ggml / llama.cpp CUDA).
 inline constexpr int kSchemaVersion = 5;
 
 // Bad options: the CLI maps this to exit status 2.

@@ -44,9 +44,15 @@ enum class AngleRecipe : int {
   // bound takes PTX's documented errors: lg2.approx 2^-22 relative (absolute in (0.5, 2)),
   // ex2.approx 2 ulp from the correctly rounded value, div.approx/div.full 2 ulp (bounds.cpp 1.).
   fast_powf_f32 = 4,
+  // ggml / llama.cpp CUDA (ggml src/ggml-cuda/rope.cu, built with -use_fast_math): theta_scale =
+  // powf(float(base), -2.0f / float(dim)) on the host (glibc, f32), inv_freq = __powf(theta_scale,
+  // float(j)) = ex2.approx(fl32(j * lg2.approx(theta_scale))) on the device, angle =
+  // fl32(float(m) * inv_freq), (j, dim) = spec.ladder(i). lg2.approx errs by 2^-22 absolute for
+  // theta_scale in (0.5, 2) (most specs): multiplied by j, about 2.8 j u relative in inv_freq.
+  fast_powf_ladder_f32 = 5,
 };
-// "pow_product", "hf_f32", "ladder_f32", "inv_freq_f64", "fast_powf_f32" (the names of reports,
-// `check` and the plugin docs).
+// "pow_product", "hf_f32", "ladder_f32", "inv_freq_f64", "fast_powf_f32",
+// "fast_powf_ladder_f32" (the names of reports, `check` and the plugin docs).
 const char* name(AngleRecipe r);
 std::optional<AngleRecipe> parse_angle_recipe(std::string_view s);
 
@@ -110,10 +116,12 @@ std::string describe(const Policy& p);
 nlohmann::ordered_json policy_json(const Policy& p);
 
 // The precision the recipe's angle is computed in: f32 for the f32 recipes (hf_f32, ladder_f32,
-// fast_powf_f32) whatever `angle` says, else `angle`. Bounds, properties and reports all ask this.
+// fast_powf_f32, fast_powf_ladder_f32) whatever `angle` says, else `angle`. Bounds, properties and
+// reports all ask this.
 inline Precision angle_precision(const Policy& p) {
   return p.recipe == AngleRecipe::hf_f32 || p.recipe == AngleRecipe::ladder_f32 ||
-                 p.recipe == AngleRecipe::fast_powf_f32
+                 p.recipe == AngleRecipe::fast_powf_f32 ||
+                 p.recipe == AngleRecipe::fast_powf_ladder_f32
              ? Dtype::f32
              : p.angle;
 }
@@ -125,6 +133,9 @@ inline Precision angle_precision(const Policy& p) {
 // linear_factor: the linear scaling factor, or 0 for none.
 float fast_powf_f32_inv_freq(double base, std::int64_t pair, std::int64_t rotary_dim,
                              double linear_factor);
+// The fast_powf_ladder_f32 recipe as modelled (llama.cpp CUDA): theta_scale by the host's powf,
+// then __powf(theta_scale, j) with lg2.approx / ex2.approx evaluated in f64 and rounded once.
+float fast_powf_ladder_f32_inv_freq(double base, std::int64_t j, std::int64_t dim);
 // turns_f32: the angle a hardware sine is evaluated at for the f32 angle x, 2pi t with
 // t = fl32(x * fl32(1/2pi)) (round to nearest in the model), as the nearest double (2^-53
 // relative, far below the f32 terms).

@@ -170,6 +170,10 @@ extern "C" {
  *                1.0f / float(factor). Its error is about 9 ln(base) u per unit of 2i/rd, nine
  *                times HF_F32's. Additive in ABI 3, as INV_FREQ_F64. */
 #define ROPECHECK_RECIPE_FAST_POWF_F32 4
+/*   FAST_POWF_LADDER_F32: ggml / llama.cpp CUDA (-use_fast_math): theta_scale = powf(base,
+ *                -2.0f/rd) on the host, inv_freq = __powf(theta_scale, float(i)) on the device,
+ *                angle = float(m) * inv_freq, all f32. Additive in ABI 3. */
+#define ROPECHECK_RECIPE_FAST_POWF_LADDER_F32 5
 
 /* ropecheck_policy.rounding (additive in ABI 3): which conversions into storage truncate.
  *   TABLE_TOWARD_ZERO:  cos/sin are rounded toward zero into `table` (when it is narrower than the

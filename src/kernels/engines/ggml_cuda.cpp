@@ -1,0 +1,126 @@
+// `ggml_cuda`: llama.cpp / ggml's CUDA rope, following github.com/ggml-org/ggml
+// src/ggml-cuda/rope.cu @ d99724f2b141fed9e1a9f402213506c081433465 (last changed at
+// aa9d2226490f4e5fb10ef564a903054deb8ecf29; llama.cpp's ggml/ directory carries the same file):
+//   ggml_cuda_op_rope -> rope_norm_cuda / rope_neox_cuda (host): theta_scale =
+//     powf(freq_base, -2.0f / n_dims)
+//   rope_norm / rope_neox (device, one thread per pair, iw = 2 * pair):
+//     theta_base = pos[i2] * powf(theta_scale, iw / 2.0f)   (pos an int32)
+//     rope_yarn(theta_base / 1.0f, freq_scale 1, ext_factor 0, mscale = attn_factor 1):
+//       cos_theta = cosf(theta) * 1, sin_theta = sinf(theta) * 1
+//     dst = x0 * cos_theta - x1 * sin_theta, x0 * sin_theta + x1 * cos_theta (f32; f16 widened)
+//     stored as float or half (make_half2: round to nearest even); dims past n_dims copied.
+//   src/ggml-cuda/CMakeLists.txt: CUDA_FLAGS -use_fast_math, so powf is __powf, cosf / sinf are
+//     __cosf / __sinf, and a * b + c * d may be contracted into an FMA.
+// Modelled, not reproduced (CUDA only):
+//   __powf(ts, j) = ex2.approx(j * lg2.approx(ts)): lg2 / ex2 evaluated in f64 and rounded once
+//     (policy.cpp fast_powf_ladder_f32_inv_freq); PTX's documented errors are in the declared
+//     recipe fast_powf_ladder_f32;
+//   __cosf / __sinf = cos.approx / sin.approx: the argument scaled into f32 turns (reproduced),
+//     then cos / sin of 2pi t in f64 rounded once; PTX's 2^-20.5 is the declared trig_error;
+//   the contraction fma(x0, cos, -(x1 * sin)), fma(x0, sin, x1 * cos) as ggml_cpu's GCC build
+//     (nvcc may fuse the other product; the bound is the same); flush-to-zero is not modelled
+//     (f32 and f16 values never reach f32 subnormals here but for inputs below 2^-126).
+// ggml's CUDA rope takes f32 and f16 (GGML_ASSERT in ggml_cuda_op_rope), int32 positions, any
+// even number of rotated dims, NORMAL (interleaved) and NEOX (half).
+#include "engine.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace ropecheck::engines {
+namespace {
+
+template <class T>
+void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
+  const auto* in = static_cast<const T*>(a.in);
+  auto* out = static_cast<T*>(a.out);
+  const std::int64_t np = spec.n_pairs();
+  std::vector<float> inv(np), cos_t(np), sin_t(np);
+  for (std::int64_t i = 0; i < np; ++i) {
+    const auto [j, dim] = spec.ladder(i);
+    inv[i] = fast_powf_ladder_f32_inv_freq(spec.base, j, dim);
+  }
+  for (std::int64_t t = 0; t < a.n_tokens; ++t) {
+    const float pos = static_cast<float>(static_cast<std::int32_t>(a.positions[t]));
+    for (std::int64_t i = 0; i < np; ++i) cuda_fast_sincos(pos * inv[i], sin_t[i], cos_t[i]);
+    for (std::int64_t h = 0; h < a.n_heads; ++h) {
+      const std::int64_t off = t * a.token_stride + h * a.head_stride;
+      for (std::int64_t i = 0; i < np; ++i) {
+        const auto [ia, ib] = spec.pair(i);
+        const float x0 = static_cast<float>(in[off + ia]);
+        const float x1 = static_cast<float>(in[off + ib]);
+        const float y0 = std::fma(x0, cos_t[i], -(x1 * sin_t[i]));
+        const float y1 = std::fma(x0, sin_t[i], x1 * cos_t[i]);
+        out[off + ia] = T(y0);
+        out[off + ib] = T(y1);
+      }
+      kernels::copy_tail(spec, in + off, out + off);
+    }
+  }
+}
+
+class GgmlCudaKernel final : public EngineBase {
+ public:
+  GgmlCudaKernel() : EngineBase({Dtype::f32, Dtype::f16}, {Layout::interleaved, Layout::half}) {}
+  std::string name() const override { return "ggml_cuda"; }
+  std::string description() const override {
+    return "llama.cpp / ggml CUDA rope (-use_fast_math): inv_freq = __powf(powf(base, -2/n_dims), "
+           "i), f32 angle, __cosf/__sinf (argument in f32 turns), f32 FMA rotation (GPU "
+           "fast-math modelled)";
+  }
+  Provenance provenance() const override {
+    return {"llama.cpp / ggml CUDA backend (ggml_rope_ext)",
+            "ggml-org/ggml src/ggml-cuda/rope.cu @ d99724f2b141fed9e1a9f402213506c081433465",
+            "not checked against the real code: it runs on an NVIDIA GPU only and none is "
+            "available here (no golden set can be made); the model's steps are read from the "
+            "source and its error terms from the PTX ISA",
+            "GPU fast-math modelled: __cosf/__sinf's argument scaled into f32 turns is "
+            "reproduced, cos.approx/sin.approx (2^-20.5 abs) and __powf's lg2.approx/ex2.approx "
+            "are replaced by correctly rounded values and covered by the declared policy "
+            "(trig_error 11.32, recipe fast_powf_ladder_f32); bit-exact only on the device"};
+  }
+  Policy policy(Dtype) const override {
+    Policy p{Dtype::f32,
+             Dtype::f32,
+             Dtype::f32,
+             AngleRecipe::fast_powf_ladder_f32,
+             true,
+             "CUDA -use_fast_math: __powf(theta_scale, i), __cosf/__sinf (argument in f32 turns), "
+             "f32 FMA rotation; f16 widened exactly and rounded once; int32 positions",
+             11.32};  // PTX cos.approx / sin.approx: 2^-20.5 absolute = 11.31 u_f32
+    p.trig_argument = TrigArgument::turns_f32;
+    return p;
+  }
+  Domain domain() const override {
+    Domain d = EngineBase::domain();
+    d.min_position = std::numeric_limits<std::int32_t>::min();
+    d.max_position = std::numeric_limits<std::int32_t>::max();
+    d.magnitude_scale = false;  // attn_factor 1 in plain ggml_rope_ext
+    return d;
+  }
+  bool supports(const RopeSpec& spec, Dtype d) const override {
+    return spec.scale == 1 && EngineBase::supports(spec, d);
+  }
+  KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
+    if (auto st = check(spec, a); st != KernelStatus::ok) return st;
+    for (std::int64_t t = 0; t < a.n_tokens; ++t)
+      if (a.positions[t] < domain().min_position || a.positions[t] > domain().max_position)
+        return KernelStatus::unsupported;
+    if (a.dtype == Dtype::f16)
+      rotate_all<Eigen::half>(spec, a);
+    else
+      rotate_all<float>(spec, a);
+    return KernelStatus::ok;
+  }
+};
+
+}  // namespace
+
+const EngineKernel& ggml_cuda_kernel() {
+  static const GgmlCudaKernel k;
+  return k;
+}
+
+}  // namespace ropecheck::engines
