@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <vector>
 
 namespace ropecheck::engines {
@@ -48,6 +49,34 @@ inline void cuda_fast_sincos(float x, float& s, float& c) {
   const float r = t - std::nearbyint(t);  // exact: a multiple of ulp(t), at most 1/2
   s = static_cast<float>(std::sin(kTwoPi * static_cast<double>(r)));
   c = static_cast<float>(std::cos(kTwoPi * static_cast<double>(r)));
+}
+
+// The rotation of the engines that rotate in f32 (ggml CPU and CUDA, FlashInfer): per token,
+// trig(position, cos, sin) fills the per-pair tables; each pair is widened to f32 (exact from f16 /
+// bf16), rotated by rot(x0, x1, c, s, y0, y1) with the engine's own contraction and stored once
+// into T (round to nearest even); pass-through dims copied. A pair is read before it is written,
+// so in == out is the same computation.
+template <class T, class Trig, class Rot>
+void rotate_f32(const RopeSpec& spec, const TensorArgs& a, Trig trig, Rot rot) {
+  const auto* in = static_cast<const T*>(a.in);
+  auto* out = static_cast<T*>(a.out);
+  const std::int64_t np = spec.n_pairs();
+  std::vector<float> cos_t(np), sin_t(np);
+  for (std::int64_t t = 0; t < a.n_tokens; ++t) {
+    trig(a.positions[t], cos_t, sin_t);
+    for (std::int64_t h = 0; h < a.n_heads; ++h) {
+      const std::int64_t off = t * a.token_stride + h * a.head_stride;
+      for (std::int64_t i = 0; i < np; ++i) {
+        const auto [ia, ib] = spec.pair(i);
+        float y0 = 0, y1 = 0;
+        rot(static_cast<float>(in[off + ia]), static_cast<float>(in[off + ib]), cos_t[i], sin_t[i],
+            y0, y1);
+        out[off + ia] = T(y0);
+        out[off + ib] = T(y1);
+      }
+      kernels::copy_tail(spec, in + off, out + off);
+    }
+  }
 }
 
 class EngineBase : public EngineKernel {
@@ -83,6 +112,35 @@ class EngineBase : public EngineKernel {
  private:
   std::vector<Dtype> dtypes_;
   std::vector<Layout> layouts_;
+};
+
+// ggml's backends (CPU, CUDA): f32 and f16 tensors, int32 positions (an I32 tensor), NORMAL
+// (interleaved) and NEOX (half), no magnitude (plain ggml_rope_ext: attn_factor 1). rotate() runs
+// the backend's recipe on f32 or f16 data (a.dtype).
+class GgmlBackend : public EngineBase {
+ public:
+  GgmlBackend() : EngineBase({Dtype::f32, Dtype::f16}, {Layout::interleaved, Layout::half}) {}
+  Domain domain() const override {
+    Domain d = EngineBase::domain();
+    d.min_position = std::numeric_limits<std::int32_t>::min();
+    d.max_position = std::numeric_limits<std::int32_t>::max();
+    d.magnitude_scale = false;
+    return d;
+  }
+  bool supports(const RopeSpec& spec, Dtype d) const override {
+    return spec.scale == 1 && EngineBase::supports(spec, d);
+  }
+  KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
+    if (auto st = check(spec, a); st != KernelStatus::ok) return st;
+    for (std::int64_t t = 0; t < a.n_tokens; ++t)
+      if (a.positions[t] < domain().min_position || a.positions[t] > domain().max_position)
+        return KernelStatus::unsupported;
+    rotate(spec, a);
+    return KernelStatus::ok;
+  }
+
+ protected:
+  virtual void rotate(const RopeSpec& spec, const TensorArgs& a) const = 0;
 };
 
 }  // namespace ropecheck::engines

@@ -44,35 +44,20 @@ namespace {
 
 template <class T>
 void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
-  const auto* in = static_cast<const T*>(a.in);
-  auto* out = static_cast<T*>(a.out);
-  const std::int64_t np = spec.n_pairs();
   const double lin = spec.scaling.kind == ScalingKind::linear ? spec.scaling.factor : 0.0;
-  std::vector<float> freq(np), cos_t(np), sin_t(np);
-  for (std::int64_t i = 0; i < np; ++i)
-    freq[i] = fast_powf_f32_inv_freq(spec.base, i, spec.rotary_dim, lin);
-  std::vector<float> y(spec.rotary_dim);
-  for (std::int64_t t = 0; t < a.n_tokens; ++t) {
-    const float pos = static_cast<float>(a.positions[t]);  // float(pos): one rounding above 2^24
-    for (std::int64_t i = 0; i < np; ++i) cuda_fast_sincos(pos * freq[i], sin_t[i], cos_t[i]);
-    for (std::int64_t h = 0; h < a.n_heads; ++h) {
-      const std::int64_t off = t * a.token_stride + h * a.head_stride;
-      // Every output from the loaded inputs (q and q_rope may alias: in place is allowed).
-      for (std::int64_t i = 0; i < np; ++i) {
-        const auto [ia, ib] = spec.pair(i);
-        const float x0 = static_cast<float>(in[off + ia]);
-        const float x1 = static_cast<float>(in[off + ib]);
-        y[2 * i] = std::fma(x0, cos_t[i], -(x1 * sin_t[i]));
-        y[2 * i + 1] = std::fma(x1, cos_t[i], x0 * sin_t[i]);
-      }
-      for (std::int64_t i = 0; i < np; ++i) {
-        const auto [ia, ib] = spec.pair(i);
-        out[off + ia] = T(y[2 * i]);
-        out[off + ib] = T(y[2 * i + 1]);
-      }
-      kernels::copy_tail(spec, in + off, out + off);
-    }
-  }
+  std::vector<float> freq(static_cast<std::size_t>(spec.n_pairs()));
+  for (std::size_t i = 0; i < freq.size(); ++i)
+    freq[i] = fast_powf_f32_inv_freq(spec.base, static_cast<std::int64_t>(i), spec.rotary_dim, lin);
+  const auto trig = [&](std::int64_t p, std::vector<float>& c, std::vector<float>& s) {
+    const float pos = static_cast<float>(p);  // float(pos): one rounding above 2^24
+    for (std::size_t i = 0; i < c.size(); ++i) cuda_fast_sincos(pos * freq[i], s[i], c[i]);
+  };
+  // vec[i] * cos + (-partner or partner) * sin, contracted by nvcc (-fmad=true).
+  const auto rot = [](float x0, float x1, float c, float s, float& y0, float& y1) {
+    y0 = std::fma(x0, c, -(x1 * s));
+    y1 = std::fma(x1, c, x0 * s);
+  };
+  rotate_f32<T>(spec, a, trig, rot);
 }
 
 class FlashInferKernel final : public EngineBase {

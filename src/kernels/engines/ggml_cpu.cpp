@@ -30,41 +30,29 @@ namespace {
 // becomes fma(x0, sin, x1*cos). The golden set fixes which operand pair is fused: these two
 // match every output, the other contractions and the unfused form miss 14-30% of them. A build
 // without FMA rounds the products separately (the bound is the same: bounds.cpp section 3).
-template <class T>
-void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
-  const auto* in = static_cast<const T*>(a.in);
-  auto* out = static_cast<T*>(a.out);
-  const std::int64_t np = spec.n_pairs();
-  const int n_dims = static_cast<int>(spec.rotary_dim);
-  const float theta_scale = std::pow(static_cast<float>(spec.base), -2.0f / n_dims);
-  std::vector<float> cos_t(np), sin_t(np);
-  for (std::int64_t t = 0; t < a.n_tokens; ++t) {
-    // int64 p -> float parameter of ggml_rope_cache_init: one round to nearest above 2^24.
-    float theta = static_cast<float>(static_cast<std::int32_t>(a.positions[t]));
-    for (std::int64_t i = 0; i < np; ++i) {
-      cos_t[i] = std::cos(theta);
-      sin_t[i] = std::sin(theta);
-      theta *= theta_scale;
-    }
-    for (std::int64_t h = 0; h < a.n_heads; ++h) {
-      const std::int64_t off = t * a.token_stride + h * a.head_stride;
-      for (std::int64_t i = 0; i < np; ++i) {
-        const auto [ia, ib] = spec.pair(i);
-        const float x0 = static_cast<float>(in[off + ia]);
-        const float x1 = static_cast<float>(in[off + ib]);
-        const float y0 = std::fma(x0, cos_t[i], -(x1 * sin_t[i]));
-        const float y1 = std::fma(x0, sin_t[i], x1 * cos_t[i]);
-        out[off + ia] = T(y0);
-        out[off + ib] = T(y1);
-      }
-      kernels::copy_tail(spec, in + off, out + off);
-    }
-  }
+inline void ggml_rotate_pair(float x0, float x1, float c, float s, float& y0, float& y1) {
+  y0 = std::fma(x0, c, -(x1 * s));
+  y1 = std::fma(x0, s, x1 * c);
 }
 
-class GgmlCpuKernel final : public EngineBase {
+template <class T>
+void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
+  const int n_dims = static_cast<int>(spec.rotary_dim);
+  const float theta_scale = std::pow(static_cast<float>(spec.base), -2.0f / n_dims);
+  const auto trig = [&](std::int64_t p, std::vector<float>& c, std::vector<float>& s) {
+    // int64 p -> float parameter of ggml_rope_cache_init: one round to nearest above 2^24.
+    float theta = static_cast<float>(static_cast<std::int32_t>(p));
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      c[i] = std::cos(theta);
+      s[i] = std::sin(theta);
+      theta *= theta_scale;
+    }
+  };
+  rotate_f32<T>(spec, a, trig, ggml_rotate_pair);
+}
+
+class GgmlCpuKernel final : public GgmlBackend {
  public:
-  GgmlCpuKernel() : EngineBase({Dtype::f32, Dtype::f16}, {Layout::interleaved, Layout::half}) {}
   std::string name() const override { return "ggml_cpu"; }
   std::string description() const override {
     return "llama.cpp / ggml CPU rope: f32 ladder theta *= powf(base, -2/n_dims), cosf/sinf, f32 "
@@ -87,26 +75,13 @@ class GgmlCpuKernel final : public EngineBase {
             "ggml CPU as GCC builds it for FMA targets (contracted rotation); f16 storage widened "
             "exactly and rounded once; int32 positions"};
   }
-  Domain domain() const override {
-    Domain d = EngineBase::domain();
-    d.min_position = std::numeric_limits<std::int32_t>::min();
-    d.max_position = std::numeric_limits<std::int32_t>::max();
-    d.magnitude_scale = false;  // plain ggml_rope_ext has no magnitude (attn_factor 1)
-    return d;
-  }
-  bool supports(const RopeSpec& spec, Dtype d) const override {
-    return spec.scale == 1 && EngineBase::supports(spec, d);
-  }
-  KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
-    if (auto st = check(spec, a); st != KernelStatus::ok) return st;
-    for (std::int64_t t = 0; t < a.n_tokens; ++t)
-      if (a.positions[t] < domain().min_position || a.positions[t] > domain().max_position)
-        return KernelStatus::unsupported;
+
+ protected:
+  void rotate(const RopeSpec& spec, const TensorArgs& a) const override {
     if (a.dtype == Dtype::f16)
       rotate_all<Eigen::half>(spec, a);
     else
       rotate_all<float>(spec, a);
-    return KernelStatus::ok;
   }
 };
 

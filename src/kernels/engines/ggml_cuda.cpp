@@ -34,36 +34,25 @@ namespace {
 
 template <class T>
 void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
-  const auto* in = static_cast<const T*>(a.in);
-  auto* out = static_cast<T*>(a.out);
-  const std::int64_t np = spec.n_pairs();
-  std::vector<float> inv(np), cos_t(np), sin_t(np);
-  for (std::int64_t i = 0; i < np; ++i) {
-    const auto [j, dim] = spec.ladder(i);
+  std::vector<float> inv(static_cast<std::size_t>(spec.n_pairs()));
+  for (std::size_t i = 0; i < inv.size(); ++i) {
+    const auto [j, dim] = spec.ladder(static_cast<std::int64_t>(i));
     inv[i] = fast_powf_ladder_f32_inv_freq(spec.base, j, dim);
   }
-  for (std::int64_t t = 0; t < a.n_tokens; ++t) {
-    const float pos = static_cast<float>(static_cast<std::int32_t>(a.positions[t]));
-    for (std::int64_t i = 0; i < np; ++i) cuda_fast_sincos(pos * inv[i], sin_t[i], cos_t[i]);
-    for (std::int64_t h = 0; h < a.n_heads; ++h) {
-      const std::int64_t off = t * a.token_stride + h * a.head_stride;
-      for (std::int64_t i = 0; i < np; ++i) {
-        const auto [ia, ib] = spec.pair(i);
-        const float x0 = static_cast<float>(in[off + ia]);
-        const float x1 = static_cast<float>(in[off + ib]);
-        const float y0 = std::fma(x0, cos_t[i], -(x1 * sin_t[i]));
-        const float y1 = std::fma(x0, sin_t[i], x1 * cos_t[i]);
-        out[off + ia] = T(y0);
-        out[off + ib] = T(y1);
-      }
-      kernels::copy_tail(spec, in + off, out + off);
-    }
-  }
+  const auto trig = [&](std::int64_t p, std::vector<float>& c, std::vector<float>& s) {
+    const float pos = static_cast<float>(static_cast<std::int32_t>(p));  // pos[i2], an int32
+    for (std::size_t i = 0; i < c.size(); ++i) cuda_fast_sincos(pos * inv[i], s[i], c[i]);
+  };
+  // x0*cos - x1*sin and x0*sin + x1*cos, contracted by nvcc (-fmad=true) as GCC does ggml_cpu's.
+  const auto rot = [](float x0, float x1, float c, float s, float& y0, float& y1) {
+    y0 = std::fma(x0, c, -(x1 * s));
+    y1 = std::fma(x0, s, x1 * c);
+  };
+  rotate_f32<T>(spec, a, trig, rot);
 }
 
-class GgmlCudaKernel final : public EngineBase {
+class GgmlCudaKernel final : public GgmlBackend {
  public:
-  GgmlCudaKernel() : EngineBase({Dtype::f32, Dtype::f16}, {Layout::interleaved, Layout::half}) {}
   std::string name() const override { return "ggml_cuda"; }
   std::string description() const override {
     return "llama.cpp / ggml CUDA rope (-use_fast_math): inv_freq = __powf(powf(base, -2/n_dims), "
@@ -93,26 +82,13 @@ class GgmlCudaKernel final : public EngineBase {
     p.trig_argument = TrigArgument::turns_f32;
     return p;
   }
-  Domain domain() const override {
-    Domain d = EngineBase::domain();
-    d.min_position = std::numeric_limits<std::int32_t>::min();
-    d.max_position = std::numeric_limits<std::int32_t>::max();
-    d.magnitude_scale = false;  // attn_factor 1 in plain ggml_rope_ext
-    return d;
-  }
-  bool supports(const RopeSpec& spec, Dtype d) const override {
-    return spec.scale == 1 && EngineBase::supports(spec, d);
-  }
-  KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
-    if (auto st = check(spec, a); st != KernelStatus::ok) return st;
-    for (std::int64_t t = 0; t < a.n_tokens; ++t)
-      if (a.positions[t] < domain().min_position || a.positions[t] > domain().max_position)
-        return KernelStatus::unsupported;
+
+ protected:
+  void rotate(const RopeSpec& spec, const TensorArgs& a) const override {
     if (a.dtype == Dtype::f16)
       rotate_all<Eigen::half>(spec, a);
     else
       rotate_all<float>(spec, a);
-    return KernelStatus::ok;
   }
 };
 
