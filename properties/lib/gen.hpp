@@ -238,6 +238,10 @@ struct DomainContext {
   // rounded to even; `partial`: rotary_dim < head_dim; `both_layouts`: interleaved specs whose
   // half twin is accepted too; `multi_axis`: mrope / imrope / axial specs.
   std::vector<RopeSpec> full, partial, both_layouts, multi_axis;
+  // With variants: per scaling kind (index = the kind), the full-rotary 1-D shapes supports()
+  // accepts with that kind's example_scaling: a kernel that takes a kind at one head dim only
+  // still has it drawn (impl.hpp usable()).
+  std::vector<std::vector<RopeSpec>> scaled;
 };
 
 // Variant generation, from properties::Options.

@@ -184,10 +184,13 @@ RopeSpec usable(const Kernel& k, const g::Context& c, const g::SpecOptions& o = 
   // Whether the first draw asked for partial rotary: a rejected partial draw falls back to a probed
   // partial spec, so a kernel that takes one partial ratio still gets its share of partial cases.
   bool wanted_partial = false;
+  ScalingKind wanted_kind = ScalingKind::none;  // the first draw's: a rejected one falls back to it
   for (int attempt = 0; attempt < 6; ++attempt) {
     s = g::spec(c, o);
-    if (attempt == 0)
+    if (attempt == 0) {
       wanted_partial = s.rotary_dim < s.head_dim - s.head_dim % 2 && !is_multi_axis(s.layout);
+      wanted_kind = is_multi_axis(s.layout) ? ScalingKind::none : s.scaling.kind;
+    }
     if (k.supports(s, D)) return s;
     if (o.force_layout < 0 && (s.layout == Layout::half || s.layout == Layout::interleaved)) {
       RopeSpec t = s;
@@ -199,6 +202,26 @@ RopeSpec usable(const Kernel& k, const g::Context& c, const g::SpecOptions& o = 
   // token, which the ABI defines as that position on every axis (t = h = w).
   const bool multi_only = c.domain.full.empty() && c.domain.partial.empty();
   const bool partial = o.force_partial || (wanted_partial && !c.domain.partial.empty());
+  // A rejected scaled draw: a probed shape that takes its kind, with this draw's base and scale
+  // and the kind's parameters drawn again (else the probe's example parameters).
+  const auto kind = static_cast<std::size_t>(wanted_kind);
+  if (!partial && wanted_kind != ScalingKind::none && kind < c.domain.scaled.size() &&
+      o.force_layout < 0) {
+    const auto& pool = c.domain.scaled[kind];
+    if (!pool.empty()) {
+      const RopeSpec t = pool[g::pick<std::size_t>(0, pool.size() - 1)];
+      RopeSpec v = t;
+      v.base = s.base;
+      v.scale = o.force_unit_scale ? 1.0 : s.scale;
+      g::add_scaling(v, wanted_kind, o.force_unit_scale);
+      try {
+        v = v.normalized();
+        if (k.supports(v, D)) return v;
+      } catch (const SpecError&) {
+      }
+      if (!o.force_unit_scale || magnitude_f64(t) == 1) return t;  // probed as supported
+    }
+  }
   const auto& pool = partial ? c.domain.partial : multi_only ? c.domain.multi_axis : c.domain.full;
   std::vector<RopeSpec> fit;
   for (const RopeSpec& t : pool)
@@ -1235,7 +1258,8 @@ std::function<void()> body(Property p, const Kernel& k, g::Context& c) {
 // accepts for dtype D. Unscaled, base 1e4, scale 1: the shapes, not the parameters, decide what
 // applies. A few hundred supports() calls at most (each one IPC round trip for a plugin).
 template <Dtype D>
-g::DomainContext probe_domain(const Kernel& k, const std::optional<RopeSpec>& only_spec) {
+g::DomainContext probe_domain(const Kernel& k, const std::optional<RopeSpec>& only_spec,
+                              bool variants) {
   g::DomainContext c;
   c.declared = k.domain();
   if (only_spec) {  // the kernel implements this one spec: it alone is the domain
@@ -1296,6 +1320,20 @@ g::DomainContext probe_domain(const Kernel& k, const std::optional<RopeSpec>& on
       }
       if (k.supports(m, D)) c.multi_axis.push_back(m);
     }
+  }
+  if (variants) {
+    c.scaled.resize(7);
+    for (int kind = 1; kind <= 6; ++kind)
+      for (const RopeSpec& f : c.full) {
+        RopeSpec v = f;
+        v.scaling = example_scaling(static_cast<ScalingKind>(kind), f.n_pairs());
+        try {
+          v = v.normalized();
+        } catch (const SpecError&) {
+          continue;
+        }
+        if (k.supports(v, D)) c.scaled[static_cast<std::size_t>(kind)].push_back(v);
+      }
   }
   return c;
 }
@@ -1373,7 +1411,7 @@ Verdict check_dtype(Property p, const Kernel& k, const Options& o) {
   g::Context ctx;
   ctx.variants = {o.variants, o.focus_scaling, o.focus_layout};
   ctx.oracle = o.oracle_mpfr ? reference::OracleMode::mpfr : reference::OracleMode::fast;
-  ctx.domain = probe_domain<D>(k, o.only_spec);
+  ctx.domain = probe_domain<D>(k, o.only_spec, o.variants);
   ctx.only_spec = o.only_spec;
   const g::DomainContext& c = ctx.domain;
   if (c.full.empty() && c.partial.empty() && c.multi_axis.empty()) {

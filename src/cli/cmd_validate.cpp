@@ -228,21 +228,12 @@ std::vector<std::vector<RopeSpec>> variant_groups(Layout l, const std::vector<st
     std::function<Scaling(std::int64_t)> make;  // the variant for n pairs
   };
   std::vector<Template> ts;
-  ts.push_back({64, 1e4, [](std::int64_t) {
-                  Scaling lin;
-                  lin.kind = ScalingKind::linear;
-                  lin.factor = 4;
-                  return lin;
-                }});
-  ts.push_back({64, 1e4, [](std::int64_t) {
-                  Scaling dyn;
-                  dyn.kind = ScalingKind::dynamic;
-                  dyn.factor = 2;
-                  dyn.max_position_embeddings = 4096;
-                  dyn.seq_len = 16384;
-                  return dyn;
-                }});
-  ts.push_back({64, 1e4, [](std::int64_t) { return deepseek_v3_yarn_scaling(); }});
+  const auto example = [](ScalingKind k) {
+    return [k](std::int64_t np) { return example_scaling(k, np); };
+  };
+  ts.push_back({64, 1e4, example(ScalingKind::linear)});
+  ts.push_back({64, 1e4, example(ScalingKind::dynamic)});
+  ts.push_back({64, 1e4, example(ScalingKind::yarn)});  // DeepSeek-V3's
   ts.push_back({128, 1e6, [](std::int64_t) {  // Qwen-style: derived attention factor 0.1 ln f + 1
                   Scaling yarn2;
                   yarn2.kind = ScalingKind::yarn;
@@ -250,29 +241,14 @@ std::vector<std::vector<RopeSpec>> variant_groups(Layout l, const std::vector<st
                   yarn2.original_max_position_embeddings = 32768;
                   return yarn2;
                 }});
-  ts.push_back({128, 5e5, [](std::int64_t) { return llama31_scaling(); }});
-  ts.push_back({128, 5e5, [](std::int64_t np) {  // ggml rope_freqs: per-pair divisors >= 1
-                  Scaling ff;
-                  ff.kind = ScalingKind::freq_factors;
-                  for (std::int64_t i = 0; i < np; ++i)
-                    ff.freq_factors.push_back(
-                        1.0 + 7.0 * static_cast<double>(i) /
-                                  static_cast<double>(std::max<std::int64_t>(np, 1)));
-                  return ff;
+  ts.push_back({128, 5e5, example(ScalingKind::llama3)});        // Llama-3.1's
+  ts.push_back({128, 5e5, example(ScalingKind::freq_factors)});  // ggml rope_freqs: >= 1
+  ts.push_back({64, 1e4, example(ScalingKind::longrope)});       // long side (seq 4097)
+  ts.push_back({64, 1e4, [](std::int64_t np) {  // LongRoPE on the short side of the strict switch
+                  Scaling lr = example_scaling(ScalingKind::longrope, np);
+                  lr.seq_len = 4096;
+                  return lr;
                 }});
-  for (std::int64_t seq : {4096, 4097})  // LongRoPE on both sides of the strict switch
-    ts.push_back({64, 1e4, [seq](std::int64_t np) {
-                    Scaling lr;
-                    lr.kind = ScalingKind::longrope;
-                    lr.original_max_position_embeddings = 4096;
-                    lr.max_position_embeddings = 131072;
-                    lr.seq_len = seq;
-                    for (std::int64_t i = 0; i < np; ++i) {
-                      lr.short_factor.push_back(1.0 + 0.05 * static_cast<double>(i));
-                      lr.long_factor.push_back(1.0 + 1.5 * static_cast<double>(i));
-                    }
-                    return lr;
-                  }});
   std::vector<std::vector<RopeSpec>> groups;
   for (const Template& t : ts) {
     std::vector<std::int64_t> hds;

@@ -519,6 +519,42 @@ Scaling deepseek_v3_yarn_scaling() {
   return s;
 }
 
+Scaling example_scaling(ScalingKind kind, std::int64_t n_pairs) {
+  Scaling s;
+  s.kind = kind;
+  const double n = static_cast<double>(std::max<std::int64_t>(n_pairs, 1));
+  switch (kind) {
+    case ScalingKind::none:
+      break;
+    case ScalingKind::linear:
+      s.factor = 4;
+      break;
+    case ScalingKind::dynamic:
+      s.factor = 2;
+      s.max_position_embeddings = 4096;
+      s.seq_len = 16384;
+      break;
+    case ScalingKind::yarn:
+      return deepseek_v3_yarn_scaling();
+    case ScalingKind::llama3:
+      return llama31_scaling();
+    case ScalingKind::freq_factors:
+      for (std::int64_t i = 0; i < n_pairs; ++i)
+        s.freq_factors.push_back(1.0 + 7.0 * static_cast<double>(i) / n);
+      break;
+    case ScalingKind::longrope:
+      s.original_max_position_embeddings = 4096;
+      s.max_position_embeddings = 131072;
+      s.seq_len = 4097;
+      for (std::int64_t i = 0; i < n_pairs; ++i) {
+        s.short_factor.push_back(1.0 + 0.05 * static_cast<double>(i));
+        s.long_factor.push_back(1.0 + 1.5 * static_cast<double>(i));
+      }
+      break;
+  }
+  return s;
+}
+
 std::vector<std::int64_t> model_rotary_dims(std::int64_t head_dim) {
   std::vector<std::int64_t> v;
   auto add = [&](std::int64_t rd) {

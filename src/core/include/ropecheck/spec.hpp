@@ -102,6 +102,10 @@ struct Scaling {
 Scaling llama31_scaling();
 // DeepSeek-V3: yarn, factor 40, original 4096, mscale = mscale_all_dim = 1 (attention factor 1).
 Scaling deepseek_v3_yarn_scaling();
+// One representative variant of each kind for n_pairs pairs (the probes of a kernel's domain):
+// linear 4, dynamic factor 2 at 16384 of 4096, DeepSeek-V3's yarn, Llama-3.1's llama3,
+// freq_factors 1 + 7i/n, LongRoPE 4096 -> 131072 on its long side; none for ScalingKind::none.
+Scaling example_scaling(ScalingKind kind, std::int64_t n_pairs);
 
 class SpecError : public std::invalid_argument {
  public:
