@@ -67,6 +67,22 @@ def test_truncated_output_is_judged_against_the_declared_rounding():
     assert not rc.check(x, y, pos, SPEC, policy=rc.Policy(table="bf16")).passed
 
 
+def test_cuda_fast_math_outputs_are_judged_against_their_declared_policy():
+    # The FlashInfer model's f16 outputs at long positions: within the declared fast-math policy
+    # (fast_powf_f32, trig_argument turns_f32, trig_error 11.32), outside the same policy
+    # declared with an f64 angle and exact trig (the same tensors, two declarations).
+    spec = rc.Spec(head_dim=128, layout="half")
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(64, 2, 128, generator=g).to(torch.float16)
+    pos = torch.randint(1 << 18, 1 << 20, (64,), generator=g)
+    y = rc.apply_kernel("flashinfer", x, pos, spec)
+    declared = rc.kernel_policy("flashinfer", "f16")
+    assert (declared.recipe, declared.trig_argument) == ("fast_powf_f32", "turns_f32")
+    assert rc.check(x, y, pos, spec, policy=declared).passed
+    f64_angle = rc.Policy(angle="f64", recipe="pow_product", fused=True)
+    assert not rc.check(x, y, pos, spec, policy=f64_angle).passed
+
+
 def test_bad_input_is_a_clear_error():
     x, pos = data(torch.float32)
     with pytest.raises(ValueError, match="same dtype and shape"):
