@@ -516,6 +516,7 @@ std::string scalings(const Kernel& k, Dtype dt, Layout l, const std::vector<Rope
     if (s.scaling.kind != ScalingKind::none && s.n_pairs() >= 4)
       once(kinds[static_cast<int>(s.scaling.kind)], std::to_string(s.head_dim));
   std::vector<std::string> ran, none;
+  const auto small = variant_groups(l, {4, 6, 5}, false);  // the probes below 4 pairs
   for (auto& [kind, hds] : kinds) {
     const std::string nm = name(static_cast<ScalingKind>(kind));
     if (!hds.empty()) {  // "yarn 64+128": the head dims it ran at
@@ -523,7 +524,7 @@ std::string scalings(const Kernel& k, Dtype dt, Layout l, const std::vector<Rope
       continue;
     }
     none.push_back(nm);
-    for (const auto& g : variant_groups(l, {4, 6, 5}, false))
+    for (const auto& g : small)
       for (const RopeSpec& t : g)
         if (gap.empty() && t.scaling.kind == static_cast<ScalingKind>(kind) && k.supports(t, dt))
           gap = "coverage gap: supports() accepts scaling " + nm + " (" + describe(t) +

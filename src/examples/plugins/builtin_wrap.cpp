@@ -35,6 +35,7 @@
 //                                  tail handled by a scalar path for tiny heads: a coverage gap)
 //   ROPECHECK_WRAP_SCALING_HEAD_DIM N  supports() accepts a scaling kind other than none only at
 //                                  head_dim N (a scaled template instantiated for one head dim)
+//   ROPECHECK_WRAP_SCALE_HEAD_DIM N  supports() accepts scale != 1 only at head_dim N
 // 2. apply() returns ROPECHECK_ERROR (and says why on stderr) for any call outside the declared
 //    domain, so a host that breaks the ABI 3 contract is caught rather than silently served.
 // 3. Bug knobs (broken twins; each a real bug class, the rest of the kernel correct):
@@ -194,6 +195,9 @@ bool shape_accepted([[maybe_unused]] const ropecheck_spec* c) {
 #if defined(ROPECHECK_WRAP_SCALING_HEAD_DIM)
   if (c->scaling.kind != ROPECHECK_SCALING_NONE && c->head_dim != (ROPECHECK_WRAP_SCALING_HEAD_DIM))
     return false;
+#endif
+#if defined(ROPECHECK_WRAP_SCALE_HEAD_DIM)
+  if (c->scale != 1 && c->head_dim != (ROPECHECK_WRAP_SCALE_HEAD_DIM)) return false;
 #endif
   return true;
 }

@@ -79,6 +79,19 @@ void rotate_f32(const RopeSpec& spec, const TensorArgs& a, Trig trig, Rot rot) {
   }
 }
 
+// The CUDA engines' rotation (ggml_cuda, flashinfer): per token, cuda_fast_sincos of
+// fl32(float(position) * inv_freq[i]) (float(pos): one rounding above 2^24), then rotate_f32 with
+// the engine's contraction.
+template <class T, class Rot>
+void rotate_cuda_fast(const RopeSpec& spec, const TensorArgs& a, const std::vector<float>& inv_freq,
+                      Rot rot) {
+  const auto trig = [&](std::int64_t p, std::vector<float>& c, std::vector<float>& s) {
+    const float pos = static_cast<float>(p);
+    for (std::size_t i = 0; i < c.size(); ++i) cuda_fast_sincos(pos * inv_freq[i], s[i], c[i]);
+  };
+  rotate_f32<T>(spec, a, trig, rot);
+}
+
 class EngineBase : public EngineKernel {
  public:
   // Unrestricted by default: engines take any position and head_dim their recipe defines.
@@ -119,7 +132,12 @@ class EngineBase : public EngineKernel {
 // the backend's recipe on f32 or f16 data (a.dtype).
 class GgmlBackend : public EngineBase {
  public:
-  GgmlBackend() : EngineBase({Dtype::f32, Dtype::f16}, {Layout::interleaved, Layout::half}) {}
+  using Rotate = void (*)(const RopeSpec&, const TensorArgs&);
+  // The backend's recipe instantiated for f32 and for f16 tensors.
+  GgmlBackend(Rotate f32, Rotate f16)
+      : EngineBase({Dtype::f32, Dtype::f16}, {Layout::interleaved, Layout::half}),
+        f32_(f32),
+        f16_(f16) {}
   Domain domain() const override {
     Domain d = EngineBase::domain();
     d.min_position = std::numeric_limits<std::int32_t>::min();
@@ -135,12 +153,12 @@ class GgmlBackend : public EngineBase {
     for (std::int64_t t = 0; t < a.n_tokens; ++t)
       if (a.positions[t] < domain().min_position || a.positions[t] > domain().max_position)
         return KernelStatus::unsupported;
-    rotate(spec, a);
+    (a.dtype == Dtype::f16 ? f16_ : f32_)(spec, a);
     return KernelStatus::ok;
   }
 
- protected:
-  virtual void rotate(const RopeSpec& spec, const TensorArgs& a) const = 0;
+ private:
+  Rotate f32_, f16_;
 };
 
 }  // namespace ropecheck::engines

@@ -48,16 +48,12 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
   std::vector<float> freq(static_cast<std::size_t>(spec.n_pairs()));
   for (std::size_t i = 0; i < freq.size(); ++i)
     freq[i] = fast_powf_f32_inv_freq(spec.base, static_cast<std::int64_t>(i), spec.rotary_dim, lin);
-  const auto trig = [&](std::int64_t p, std::vector<float>& c, std::vector<float>& s) {
-    const float pos = static_cast<float>(p);  // float(pos): one rounding above 2^24
-    for (std::size_t i = 0; i < c.size(); ++i) cuda_fast_sincos(pos * freq[i], s[i], c[i]);
-  };
   // vec[i] * cos + (-partner or partner) * sin, contracted by nvcc (-fmad=true).
-  const auto rot = [](float x0, float x1, float c, float s, float& y0, float& y1) {
-    y0 = std::fma(x0, c, -(x1 * s));
-    y1 = std::fma(x1, c, x0 * s);
-  };
-  rotate_f32<T>(spec, a, trig, rot);
+  rotate_cuda_fast<T>(spec, a, freq,
+                      [](float x0, float x1, float c, float s, float& y0, float& y1) {
+                        y0 = std::fma(x0, c, -(x1 * s));
+                        y1 = std::fma(x1, c, x0 * s);
+                      });
 }
 
 class FlashInferKernel final : public EngineBase {

@@ -53,6 +53,7 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
 
 class GgmlCpuKernel final : public GgmlBackend {
  public:
+  GgmlCpuKernel() : GgmlBackend(&rotate_all<float>, &rotate_all<Eigen::half>) {}
   std::string name() const override { return "ggml_cpu"; }
   std::string description() const override {
     return "llama.cpp / ggml CPU rope: f32 ladder theta *= powf(base, -2/n_dims), cosf/sinf, f32 "
@@ -74,14 +75,6 @@ class GgmlCpuKernel final : public GgmlBackend {
             true,
             "ggml CPU as GCC builds it for FMA targets (contracted rotation); f16 storage widened "
             "exactly and rounded once; int32 positions"};
-  }
-
- protected:
-  void rotate(const RopeSpec& spec, const TensorArgs& a) const override {
-    if (a.dtype == Dtype::f16)
-      rotate_all<Eigen::half>(spec, a);
-    else
-      rotate_all<float>(spec, a);
   }
 };
 

@@ -39,20 +39,17 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
     const auto [j, dim] = spec.ladder(static_cast<std::int64_t>(i));
     inv[i] = fast_powf_ladder_f32_inv_freq(spec.base, j, dim);
   }
-  const auto trig = [&](std::int64_t p, std::vector<float>& c, std::vector<float>& s) {
-    const float pos = static_cast<float>(static_cast<std::int32_t>(p));  // pos[i2], an int32
-    for (std::size_t i = 0; i < c.size(); ++i) cuda_fast_sincos(pos * inv[i], s[i], c[i]);
-  };
+  // pos[i2] is an int32 (GgmlBackend::apply refuses others): float(pos) as for any position.
   // x0*cos - x1*sin and x0*sin + x1*cos, contracted by nvcc (-fmad=true) as GCC does ggml_cpu's.
-  const auto rot = [](float x0, float x1, float c, float s, float& y0, float& y1) {
+  rotate_cuda_fast<T>(spec, a, inv, [](float x0, float x1, float c, float s, float& y0, float& y1) {
     y0 = std::fma(x0, c, -(x1 * s));
     y1 = std::fma(x0, s, x1 * c);
-  };
-  rotate_f32<T>(spec, a, trig, rot);
+  });
 }
 
 class GgmlCudaKernel final : public GgmlBackend {
  public:
+  GgmlCudaKernel() : GgmlBackend(&rotate_all<float>, &rotate_all<Eigen::half>) {}
   std::string name() const override { return "ggml_cuda"; }
   std::string description() const override {
     return "llama.cpp / ggml CUDA rope (-use_fast_math): inv_freq = __powf(powf(base, -2/n_dims), "
@@ -81,14 +78,6 @@ class GgmlCudaKernel final : public GgmlBackend {
              11.32};  // PTX cos.approx / sin.approx: 2^-20.5 absolute = 11.31 u_f32
     p.trig_argument = TrigArgument::turns_f32;
     return p;
-  }
-
- protected:
-  void rotate(const RopeSpec& spec, const TensorArgs& a) const override {
-    if (a.dtype == Dtype::f16)
-      rotate_all<Eigen::half>(spec, a);
-    else
-      rotate_all<float>(spec, a);
   }
 };
 
