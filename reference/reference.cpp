@@ -338,6 +338,15 @@ MpVector apply_dense(const RopeSpec& spec, const Positions& positions,
   return out;
 }
 
+MpVector apply_dense_transpose(const RopeSpec& spec, const Positions& positions,
+                               const std::vector<double>& g) {
+  check_input(spec, g);
+  MpVector v(spec.head_dim);
+  for (std::int64_t j = 0; j < spec.head_dim; ++j) v(j) = exact(g[j]);
+  MpVector out = rotation(spec, positions).transpose() * v;
+  return out;
+}
+
 // ---- block-structured paths ------------------------------------------------------------------
 // Both go through the same per-position table of s*cos(m theta_i), s*sin(m theta_i), computed
 // exactly as rotation() computes its entries (same theta ladder, same product, same correctly

@@ -290,24 +290,25 @@ void expect_finite(const RopeSpec& s, std::int64_t nvec, const T<D>* in, std::in
 // One kernel call, counted against the shrink budget. A failure names the spec, and the positions
 // when given.
 inline void apply_checked(const Kernel& k, g::Context& c, const RopeSpec& s, const TensorArgs& a,
-                          const std::vector<std::int64_t>* pos = nullptr) {
+                          const std::vector<std::int64_t>* pos = nullptr, bool backward = false) {
   count_shrink_call(c.shrink);
-  const KernelStatus st = k.apply(s, a);
+  const KernelStatus st = backward ? k.apply_backward(s, a) : k.apply(s, a);
   if (st == KernelStatus::ok) return;
   const std::string call = pos ? ctx(s, *pos) : describe(s);
+  const char* fn = backward ? "apply_backward()" : "apply()";
   if (st == KernelStatus::unsupported)
-    fail(std::string(kMismatch) +
-         "apply() returned UNSUPPORTED for a call inside the declared "
+    fail(std::string(kMismatch) + fn +
+         " returned UNSUPPORTED for a call inside the declared "
          "domain (supports() accepted the spec): " +
          call);
-  fail("kernel returned error for " + call);
+  fail(std::string("kernel returned error from ") + fn + " for " + call);
 }
 
 // Contiguous [tokens][heads][head_dim] call; n_axes > 1: one position per token and axis.
 template <Dtype D>
 std::vector<T<D>> run(const Kernel& k, g::Context& c, const RopeSpec& s, std::int64_t nt,
                       std::int64_t nh, const std::vector<std::int64_t>& pos,
-                      const std::vector<T<D>>& in, std::int64_t n_axes = 1) {
+                      const std::vector<T<D>>& in, std::int64_t n_axes = 1, bool backward = false) {
   std::vector<T<D>> out(in.size(), to_st<D>(0.0));
   TensorArgs a;
   a.dtype = D;
@@ -319,7 +320,7 @@ std::vector<T<D>> run(const Kernel& k, g::Context& c, const RopeSpec& s, std::in
   a.out = out.data();
   a.head_stride = s.head_dim;
   a.token_stride = nh * s.head_dim;
-  apply_checked(k, c, s, a, &pos);
+  apply_checked(k, c, s, a, &pos, backward);
   expect_finite<D>(s, nt * nh, in.data(), s.head_dim, out.data(), s.head_dim, pos);
   return out;
 }
@@ -994,19 +995,27 @@ void tokens_are_independent(const Kernel& k, g::Context& c) {
 
 // ---------------------------------------------------------------------------------------------
 // 10. InverseUndoes: ||K(K(x,m),-m)_p - s^2 x_p|| <= composition bound; pass-through exact.
+// The second call undoes the first: K(x,m) then K(.,-m) (InverseUndoes), or the backward B(.,m),
+// which rotates by -m (BackwardUndoesForward). Either gives s^2 x within the composition bound;
+// pass-through dims come back bit for bit (a NaN stays a NaN).
 template <Dtype D>
-void inverse_undoes(const Kernel& k, g::Context& c) {
+void second_call_undoes(const Kernel& k, g::Context& c, bool backward) {
   const Policy pol = k.policy(D);
   const RopeSpec s = usable<D>(k, c);
-  // m and -m both in the declared range.
+  // InverseUndoes: m and -m both in the declared range; the backward is called at m itself.
   const auto [lo, hi] = g::position_range(c, composition_limit(pol));
-  const std::int64_t m = g::position(c, std::max<std::int64_t>(0, std::min(hi, -lo)));
-  const auto x = finite_input<D>(k.policy(D), s, 1);
+  const std::int64_t lim = backward ? std::max(hi, -lo) : std::min(hi, -lo);
+  const std::int64_t m = g::position(c, std::max<std::int64_t>(0, lim));
+  const auto x = finite_input<D>(pol, s, 1);
   const auto z = run<D>(k, c, s, 1, 1, {m}, store_vec<D>(x));
-  const auto w = load_vec<D>(run<D>(k, c, s, 1, 1, {-m}, z).data(), s.head_dim);
+  const auto w =
+      load_vec<D>(run<D>(k, c, s, 1, 1, {backward ? m : -m}, z, 1, backward).data(), s.head_dim);
   const auto zd = load_vec<D>(z.data(), s.head_dim);
+  const char* what = backward ? "|B(F(x,m),m) - s^2 x|: " : "|K(K(x,m),-m) - s^2 x|: ";
   for (std::int64_t j : pass_dims(s))
-    if (w[j] != x[j]) fail("pass-through dim " + std::to_string(j) + " changed");
+    if (!same_bits(to_st<D>(w[j]), to_st<D>(x[j])) && !(std::isnan(w[j]) && std::isnan(x[j])))
+      fail("pass-through dim " + std::to_string(j) + " changed: x = " + hex(x[j]) + ", got " +
+           hex(w[j]) + " | " + ctx(s, {m}));
   const Mp sm = mag(s), s2 = sm * sm;
   const double smd = dbl(sm);
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
@@ -1018,9 +1027,78 @@ void inverse_undoes(const Kernel& k, g::Context& c) {
     const double bound = bounds::composition_abs(Bm, xn, Bn, zn, smd);
     const Mp err = hyp(ex(w[a]) - s2 * ex(x[a]), ex(w[b]) - s2 * ex(x[b]));
     if (!(err <= Mp(bound)))
-      fail("pair " + std::to_string(i) + " |K(K(x,m),-m) - s^2 x|: " +
-           exceeded(err, bound, xn, unit_roundoff(D)) + " | " + ctx(s, {m}));
+      fail("pair " + std::to_string(i) + " " + what + exceeded(err, bound, xn, unit_roundoff(D)) +
+           " | " + ctx(s, {m}));
   }
+}
+
+template <Dtype D>
+void inverse_undoes(const Kernel& k, g::Context& c) {
+  second_call_undoes<D>(k, c, false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 14. BackwardIsAdjoint: <F(x,m), g> = <x, B(g,m)> for independent random x and g (same spec,
+// positions, tokens and heads), per vector. Derivation: with F(x) = s R x + e_F and
+// B(g) = s R^T g + e_B, <F x, g> - <x, B g> = <e_F, g> - <x, e_B> (the exact parts cancel:
+// <s R x, g> = <x, s R^T g>); pair by pair Cauchy-Schwarz gives
+//   |<F x, g> - <x, B g>| <= sum_p E_F,p(s||x_p||) ||g_p|| + E_B,p(s||g_p||) ||x_p||
+// with E the pair bounds (absolute) of each call (the backward's at -m: it rotates by -m).
+// Pass-through dims contribute x_j g_j to both sides when each call copies its input, and nothing
+// to the bound, so a pass-through gradient written over (Apex PR #1750 wrote 1.0) shows. The dot
+// products are summed in MP at precision P; the sums' rounding, at most n 2^(1-P) sum |terms|
+// each, is added to the bound. With a constant g (the all-ones test gradient) a transposed pairing
+// can cancel; g is drawn like any input.
+template <Dtype D>
+void backward_is_adjoint(const Kernel& k, g::Context& c) {
+  const Policy pol = k.policy(D);
+  const RopeSpec s = usable<D>(k, c);
+  std::int64_t nt = 0, nh = 0;
+  std::tie(nt, nh) = g::counts(2, 2, s.head_dim);
+  const std::int64_t d = s.head_dim;
+  const auto pos = g::positions(c, nt, std::int64_t{1} << 31);
+  const auto x = finite_input<D>(pol, s, nt * nh);
+  const auto gr = finite_input<D>(pol, s, nt * nh);
+  const auto y = load_vec<D>(run<D>(k, c, s, nt, nh, pos, store_vec<D>(x)).data(), nt * nh * d);
+  const auto b = load_vec<D>(
+      run<D>(k, c, s, nt, nh, pos, store_vec<D>(gr), 1, /*backward=*/true).data(), nt * nh * d);
+  const Mp sm = mag(s);
+  const Mp rounding =
+      Mp(2 * d + 2) * pow(Mp(2), -static_cast<int>(reference::precision_bits()) + 1);
+  for (std::int64_t t = 0; t < nt; ++t)
+    for (std::int64_t h = 0; h < nh; ++h) {
+      const std::int64_t off = (t * nh + h) * d;
+      Mp lhs = 0, rhs = 0, abs_l = 0, abs_r = 0, bound = 0;
+      for (std::int64_t j = 0; j < d; ++j) {
+        const Mp l = ex(y[off + j]) * ex(gr[off + j]), r = ex(x[off + j]) * ex(b[off + j]);
+        lhs += l, rhs += r, abs_l += abs(l), abs_r += abs(r);
+      }
+      const double m = static_cast<double>(pos[t]);
+      for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+        const auto [pa, pb] = s.pair(i);
+        const Mp xn = hyp(ex(x[off + pa]), ex(x[off + pb]));
+        const Mp gn = hyp(ex(gr[off + pa]), ex(gr[off + pb]));
+        const auto BF = bounds::pair_error_bound(pol, s, D, i, m);
+        const auto BB = bounds::pair_error_bound(pol, s, D, i, -m);
+        bound += Mp(BF.abs(dbl(sm * xn))) * gn + Mp(BB.abs(dbl(sm * gn))) * xn;
+      }
+      bound += rounding * (abs_l + abs_r);
+      const Mp err = abs(lhs - rhs);
+      if (!(err <= bound))
+        fail("token " + std::to_string(t) + " head " + std::to_string(h) +
+             ": |<F(x,m), g> - <x, B(g,m)>| = " + exceeds(err, bound) +
+             " (the sum of the pair bounds of both calls; <F x, g> = " + hex(dbl(lhs)) +
+             ", <x, B g> = " + hex(dbl(rhs)) + ") | " + ctx(s, pos));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 15. BackwardUndoesForward: ||B(F(x,m),m)_p - s^2 x_p|| <= composition bound (B rotates by -m:
+// InverseUndoes with the backward as the second call); pass-through dims bit for bit. A backward
+// that is the forward again (sin not negated) gives s^2 R(2m) x.
+template <Dtype D>
+void backward_undoes_forward(const Kernel& k, g::Context& c) {
+  second_call_undoes<D>(k, c, true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1249,6 +1327,12 @@ std::function<void()> body(Property p, const Kernel& k, g::Context& c) {
       return [&k, &c] { scores_depend_only_on_axis_offsets<D>(k, c); };
     case Property::EqualAxesReduceToOneDimensional:
       return [&k, &c] { equal_axes_reduce_to_one_dimensional<D>(k, c); };
+    case Property::BackwardIsAdjoint:
+      return [&k, &c] { backward_is_adjoint<D>(k, c); };
+    case Property::BackwardUndoesForward:
+      return [&k, &c] { backward_undoes_forward<D>(k, c); };
+    default:  // the other backward properties run on backward_view (properties.cpp check())
+      break;
   }
   return {};
 }

@@ -27,13 +27,86 @@ const std::vector<Property>& all_properties() {
                                           Property::InverseUndoes,
                                           Property::ComposesAdditivelyPerAxis,
                                           Property::ScoresDependOnlyOnAxisOffsets,
-                                          Property::EqualAxesReduceToOneDimensional};
+                                          Property::EqualAxesReduceToOneDimensional,
+                                          Property::BackwardMatchesReferenceWithinBound,
+                                          Property::BackwardIsAdjoint,
+                                          Property::BackwardUndoesForward,
+                                          Property::BackwardZeroPositionIsIdentity,
+                                          Property::BackwardComposesAdditively,
+                                          Property::BackwardPassThroughIsExact,
+                                          Property::BackwardInputUntouched,
+                                          Property::BackwardInPlaceEqualsOutOfPlace,
+                                          Property::BackwardTokensAreIndependent,
+                                          Property::BackwardComposesAdditivelyPerAxis};
   return v;
 }
 
+bool is_backward_property(Property p) {
+  return static_cast<int>(p) >= static_cast<int>(Property::BackwardMatchesReferenceWithinBound);
+}
+
+std::optional<Property> forward_counterpart(Property p) {
+  switch (p) {
+    case Property::BackwardMatchesReferenceWithinBound:
+      return Property::MatchesReferenceWithinBound;
+    case Property::BackwardZeroPositionIsIdentity:
+      return Property::ZeroPositionIsIdentity;
+    case Property::BackwardComposesAdditively:
+      return Property::ComposesAdditively;
+    case Property::BackwardPassThroughIsExact:
+      return Property::PassThroughIsExact;
+    case Property::BackwardInputUntouched:
+      return Property::InputUntouched;
+    case Property::BackwardInPlaceEqualsOutOfPlace:
+      return Property::InPlaceEqualsOutOfPlace;
+    case Property::BackwardTokensAreIndependent:
+      return Property::TokensAreIndependent;
+    case Property::BackwardComposesAdditivelyPerAxis:
+      return Property::ComposesAdditivelyPerAxis;
+    default:
+      return std::nullopt;
+  }
+}
+
+namespace {
+
+// B(g, m) = s R(m)^T g = s R(-m) g: the backward as a forward kernel at the negated positions.
+class BackwardView final : public Kernel {
+ public:
+  explicit BackwardView(const Kernel& k) : k_(k) {}
+  std::string name() const override { return k_.name() + ".backward"; }
+  std::string description() const override {
+    return "the backward of " + k_.name() + " at the negated positions";
+  }
+  Policy policy(Dtype d) const override { return k_.policy(d); }
+  bool supports(const RopeSpec& s, Dtype d) const override { return k_.supports(s, d); }
+  Domain domain() const override {
+    Domain d = k_.domain();
+    const std::int64_t lo = d.min_position, hi = d.max_position;
+    // [lo, hi] -> [-hi, -lo]; -hi >= INT64_MIN + 1, so every position of the view negates.
+    d.min_position = -hi;
+    d.max_position = lo == std::numeric_limits<std::int64_t>::min()
+                         ? std::numeric_limits<std::int64_t>::max()
+                         : -lo;
+    return d;
+  }
+  KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
+    const NegatedCall n = negate_positions(a);
+    return n.ok ? k_.apply_backward(s, n.args) : KernelStatus::error;
+  }
+
+ private:
+  const Kernel& k_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> backward_view(const Kernel& k) { return std::make_unique<BackwardView>(k); }
+
 bool is_multi_axis_property(Property p) {
   return p == Property::ComposesAdditivelyPerAxis || p == Property::ScoresDependOnlyOnAxisOffsets ||
-         p == Property::EqualAxesReduceToOneDimensional;
+         p == Property::EqualAxesReduceToOneDimensional ||
+         p == Property::BackwardComposesAdditivelyPerAxis;
 }
 
 const char* name(Property p) {
@@ -66,6 +139,26 @@ const char* name(Property p) {
       return "ScoresDependOnlyOnAxisOffsets";
     case Property::EqualAxesReduceToOneDimensional:
       return "EqualAxesReduceToOneDimensional";
+    case Property::BackwardMatchesReferenceWithinBound:
+      return "BackwardMatchesReferenceWithinBound";
+    case Property::BackwardIsAdjoint:
+      return "BackwardIsAdjoint";
+    case Property::BackwardUndoesForward:
+      return "BackwardUndoesForward";
+    case Property::BackwardZeroPositionIsIdentity:
+      return "BackwardZeroPositionIsIdentity";
+    case Property::BackwardComposesAdditively:
+      return "BackwardComposesAdditively";
+    case Property::BackwardPassThroughIsExact:
+      return "BackwardPassThroughIsExact";
+    case Property::BackwardInputUntouched:
+      return "BackwardInputUntouched";
+    case Property::BackwardInPlaceEqualsOutOfPlace:
+      return "BackwardInPlaceEqualsOutOfPlace";
+    case Property::BackwardTokensAreIndependent:
+      return "BackwardTokensAreIndependent";
+    case Property::BackwardComposesAdditivelyPerAxis:
+      return "BackwardComposesAdditivelyPerAxis";
   }
   return "?";
 }
@@ -81,6 +174,29 @@ std::string test_id(const std::string& suite, const std::string& kernel, Dtype d
 }
 
 Verdict check(Property p, const Kernel& k, Dtype d, const Options& o) {
+  if (is_backward_property(p)) {
+    if (!k.has_backward()) {
+      Verdict v;
+      v.status = Status::not_applicable;
+      v.message = "no backward (the kernel has no apply_backward)";
+      return v;
+    }
+    if (const auto f = forward_counterpart(p)) {
+      const auto view = backward_view(k);
+      Options vo = o;
+      if (vo.id.empty()) vo.id = test_id("Properties", k.name(), d, p);
+      Verdict v = check(*f, *view, d, vo);
+      if (v.status == Status::failed || v.status == Status::mismatch)
+        v.message =
+            v.message.rfind(kMismatchPrefix, 0) == 0
+                ? v.message
+                : "backward checked as the rotation by -m (s R(m)^T g = s R(-m) g): the "
+                  "positions below are negated, the backward was called at their negation; the "
+                  "input is the upstream gradient g\n" +
+                      v.message;
+      return v;
+    }
+  }
   switch (d) {
     case Dtype::f64:
       return check_f64(p, k, o);

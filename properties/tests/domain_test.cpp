@@ -53,16 +53,27 @@ class Restricted final : public Kernel {
     return k_.supports(s, t);
   }
   KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
+    const KernelStatus st = admitted(s, a);
+    return st == KernelStatus::ok ? k_.apply(s, a) : st;
+  }
+  // The backward under the same declaration (the backward view negates its domain's positions).
+  bool has_backward() const override { return k_.has_backward(); }
+  KernelStatus apply_backward(const RopeSpec& s, const TensorArgs& a) const override {
+    const KernelStatus st = admitted(s, a);
+    return st == KernelStatus::ok ? k_.apply_backward(s, a) : st;
+  }
+
+ private:
+  KernelStatus admitted(const RopeSpec& s, const TensorArgs& a) const {
     if (!supports(s, a.dtype)) return KernelStatus::unsupported;
     if (s.scale != 1 && !d_.magnitude_scale) return KernelStatus::error;
     if (a.in == a.out && !d_.in_place) return KernelStatus::error;
     for (std::int64_t i = 0; a.positions && i < a.n_tokens * a.n_axes; ++i)
       if (a.positions[i] < d_.min_position || a.positions[i] > d_.max_position)
         return KernelStatus::error;
-    return k_.apply(s, a);
+    return KernelStatus::ok;
   }
 
- private:
   const Kernel& k_;
   Domain d_;
   std::optional<Layout> only_;
@@ -109,7 +120,9 @@ bool ruled_out(P::Property p, const NamedDomain& nd) {
   const Domain& d = nd.domain;
   if (P::is_multi_axis_property(p)) return true;  // the zoo baseline has no multi-axis layouts
   if (p == P::Property::InverseUndoes) return d.min_position >= 0;
-  if (p == P::Property::InPlaceEqualsOutOfPlace) return !d.in_place;
+  if (p == P::Property::InPlaceEqualsOutOfPlace ||
+      p == P::Property::BackwardInPlaceEqualsOutOfPlace)
+    return !d.in_place;
   if (p == P::Property::LayoutsArePermutations) return nd.only.has_value();
   return false;
 }
@@ -157,6 +170,10 @@ TEST(Domains, NothingSupportedIsACoverageFailureNotAPass) {
   RejectsEverything k;
   for (auto p : P::all_properties()) {
     const auto v = P::check(p, k, Dtype::f32, options(20));
+    if (P::is_backward_property(p)) {  // it declares no backward: nothing to draw for
+      EXPECT_EQ(v.status, P::Status::not_applicable) << P::name(p) << ": " << v.message;
+      continue;
+    }
     EXPECT_EQ(v.status, P::Status::gave_up) << P::name(p) << ": " << v.message;
     EXPECT_NE(v.message.find("coverage"), std::string::npos);
   }
@@ -231,7 +248,9 @@ TEST(Domains, LayoutsComparedWithinTheBoundUnlessDeclaredBitwise) {
 // an interleaved kernel in a half-only kernel, a multi-axis bug in a 1-D domain, a scale applied
 // twice where the scale is 1, in-place aliasing in an out-of-place kernel).
 bool expressible(const ropecheck::zoo::Mutant& m, const NamedDomain& nd) {
-  if (m.name == "scale_applied_twice" && !nd.domain.magnitude_scale) return false;  // s = 1
+  const bool scale_bug = m.name == "scale_applied_twice" || m.name == "bwd_scale_twice" ||
+                         m.name == "bwd_scale_dropped";
+  if (scale_bug && !nd.domain.magnitude_scale) return false;  // s = 1
   if (m.name == "in_place_aliasing" && !nd.domain.in_place) return false;
   if (!nd.only) return true;
   if (m.name == "half_pairing_in_interleaved") return *nd.only == Layout::interleaved;

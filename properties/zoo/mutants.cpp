@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <utility>
 
 #include "ropecheck/reference/reference.hpp"
@@ -33,6 +34,14 @@ struct Knobs {
   // between a token batched and alone, both within the bound (a vectorised body with a scalar
   // tail does the same).
   bool fma_when_batched = false;
+  // The backward (apply_backward: the exact transpose, grad_a = s(c g_a + sin g_b), grad_b =
+  // s(c g_b - sin g_a), as TransformerEngine / Apex write it), with its own knobs:
+  bool bwd_sin_not_negated = false;         // the forward run on the gradient (B = F)
+  bool bwd_partner_sin_other_half = false;  // grad_a reads its partner's sin from the pair
+                                            // n_pairs/2 away (the other half of the table)
+  bool bwd_pairing_transposed = false;      // GPT-J pairing in the half layout and back
+  int bwd_scale = 0;                        // 0 s once, 1 s twice, 2 s dropped
+  int bwd_pass_through = 0;  // 0 copied, 1 written 1.0 (Apex PR #1750), 2 not written
 };
 
 // sin/cos by truncated Taylor series without range reduction: accurate to ~1e-12 for |x| < 0.1,
@@ -67,6 +76,22 @@ class ZooKernel final : public Kernel {
   }
 
   KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
+    return each_vector(s, a, [&](double m, const void* in, void* out) {
+      rotate(s, a.dtype, m, in, out, a.in == a.out, k_.fma_when_batched && a.n_tokens > 1);
+    });
+  }
+
+  bool has_backward() const override { return true; }
+  KernelStatus apply_backward(const RopeSpec& s, const TensorArgs& a) const override {
+    return each_vector(
+        s, a, [&](double m, const void* in, void* out) { backward(s, a.dtype, m, in, out); });
+  }
+
+ private:
+  // f(m, in, out) for each (token, head) vector of the call, m the token's position (knobs
+  // applied).
+  template <class F>
+  KernelStatus each_vector(const RopeSpec& s, const TensorArgs& a, F&& f) const {
     if (!supports(s, a.dtype) || a.n_axes != 1 || a.real_positions)
       return KernelStatus::unsupported;
     const std::int64_t esize = traits(a.dtype).bytes;
@@ -74,15 +99,42 @@ class ZooKernel final : public Kernel {
       const double m = position(a, t);
       for (std::int64_t h = 0; h < a.n_heads; ++h) {
         const std::int64_t off = t * a.token_stride + h * a.head_stride;
-        const void* in = static_cast<const char*>(a.in) + off * esize;
-        void* out = static_cast<char*>(a.out) + off * esize;
-        rotate(s, a.dtype, m, in, out, a.in == a.out, k_.fma_when_batched && a.n_tokens > 1);
+        f(m, static_cast<const char*>(a.in) + off * esize, static_cast<char*>(a.out) + off * esize);
       }
     }
     return KernelStatus::ok;
   }
 
- private:
+  // One gradient vector at position m, with the backward knobs (and the forward's angle knobs).
+  void backward(const RopeSpec& s, Dtype d, double m, const void* in, void* out) const {
+    const std::int64_t rd = s.rotary_dim, hd = s.head_dim, n = rd / 2;
+    const std::int64_t esize = traits(d).bytes;
+    std::vector<double> g(static_cast<std::size_t>(hd));
+    for (std::int64_t j = 0; j < hd; ++j) g[j] = load(d, in, j);  // in place: read all first
+    for (std::int64_t i = 0; i < n; ++i) {
+      auto [ia, ib] = s.pair(i);
+      if (k_.bwd_pairing_transposed)
+        std::tie(ia, ib) = s.layout == Layout::half
+                               ? std::pair<std::int64_t, std::int64_t>{2 * i, 2 * i + 1}
+                               : std::pair<std::int64_t, std::int64_t>{i, i + n};
+      const auto [c, sn] = cos_sin(s, i, m);
+      const double sp = k_.bwd_partner_sin_other_half ? cos_sin(s, (i + n / 2) % n, m).second : sn;
+      const double sc = k_.bwd_scale == 1 ? s.scale * s.scale : k_.bwd_scale == 2 ? 1.0 : s.scale;
+      const double ga = g[ia], gb = g[ib];
+      const double ya = k_.bwd_sin_not_negated ? ga * c - gb * sn : ga * c + gb * sp;
+      const double yb = k_.bwd_sin_not_negated ? ga * sn + gb * c : gb * c - ga * sn;
+      store(d, out, ia, round_to_dtype(sc * ya, d));
+      store(d, out, ib, round_to_dtype(sc * yb, d));
+    }
+    for (std::int64_t j = rd; j < hd; ++j) {
+      if (k_.bwd_pass_through == 1)
+        store(d, out, j, 1.0);
+      else if (k_.bwd_pass_through == 0 && in != out)
+        std::memcpy(static_cast<char*>(out) + j * esize, static_cast<const char*>(in) + j * esize,
+                    static_cast<std::size_t>(esize));
+    }
+  }
+
   // Token t's position, with the position knobs.
   double position(const TensorArgs& a, std::int64_t t) const {
     double m = static_cast<double>(a.positions[k_.first_position_only ? 0 : t]) +
@@ -204,6 +256,14 @@ class ScaledZooKernel final : public Kernel {
     return KernelStatus::ok;
   }
 
+  // The backward as the rotation by -m (exact: s R(m)^T = s R(-m)), on every variant and layout,
+  // with the forward's knobs.
+  bool has_backward() const override { return true; }
+  KernelStatus apply_backward(const RopeSpec& spec, const TensorArgs& a) const override {
+    const NegatedCall n = negate_positions(a);
+    return n.ok ? apply(spec, n.args) : KernelStatus::error;
+  }
+
  private:
   // theta'_i of the spec (rounded once to f64), or with the section-ladder knob the axial ladder.
   std::vector<double> thetas(const RopeSpec& s) const {
@@ -290,6 +350,40 @@ Mutant make(std::string name, std::string why, std::vector<Property> expected, K
           std::move(kern), std::nullopt,   std::nullopt};
 }
 
+// The broken backwards (ZooKernel's backward knobs): each a formula real training stacks shipped.
+std::vector<Mutant> backward_mutants() {
+  return {
+      make("bwd_sin_not_negated",
+           "backward = the forward run on the gradient (sin not negated; Liger/Unsloth-style "
+           "kernels reuse the forward with -sin)",
+           {Property::BackwardMatchesReferenceWithinBound, Property::BackwardIsAdjoint,
+            Property::BackwardUndoesForward},
+           Knobs{.bwd_sin_not_negated = true}),
+      make("bwd_partner_sin_other_half",
+           "exact-transpose backward reading the partner's sin from the other half of the table "
+           "(Paddle PR #74716's formula mix, visible once the halves differ)",
+           {Property::BackwardMatchesReferenceWithinBound, Property::BackwardIsAdjoint},
+           Knobs{.bwd_partner_sin_other_half = true}),
+      make("bwd_pairing_transposed", "backward pairs GPT-J style in a NeoX kernel and back",
+           {Property::BackwardMatchesReferenceWithinBound, Property::BackwardUndoesForward},
+           Knobs{.bwd_pairing_transposed = true}),
+      make("bwd_scale_twice", "backward multiplies the magnitude s into the table and the output",
+           {Property::BackwardMatchesReferenceWithinBound, Property::BackwardUndoesForward},
+           Knobs{.bwd_scale = 1}),
+      make("bwd_scale_dropped", "backward forgets the magnitude s (mscale) of the forward",
+           {Property::BackwardMatchesReferenceWithinBound, Property::BackwardUndoesForward},
+           Knobs{.bwd_scale = 2}),
+      make("bwd_pass_through_ones",
+           "partial rotary backward writes 1.0 into the pass-through gradient (Apex PR #1750; "
+           "its all-ones test gradient could not see it)",
+           {Property::BackwardPassThroughIsExact, Property::BackwardIsAdjoint},
+           Knobs{.bwd_pass_through = 1}),
+      make("bwd_pass_through_not_written",
+           "partial rotary backward never copies the pass-through gradient (grad buffer from "
+           "zeros)",
+           {Property::BackwardPassThroughIsExact}, Knobs{.bwd_pass_through = 2})};
+}
+
 }  // namespace
 
 const Kernel& baseline() {
@@ -309,8 +403,10 @@ const Kernel& scaled_baseline() {
   return k;
 }
 
-const std::vector<Mutant>& mutants() {
-  static const std::vector<Mutant> v = {
+namespace {
+
+std::vector<Mutant> forward_mutants() {
+  return {
       make("sin_sign_flipped",
            "rotation direction reversed (transposed R, conjugated complex factor)",
            {Property::MatchesReferenceWithinBound, Property::ScoresDependOnlyOnOffset},
@@ -404,6 +500,16 @@ const std::vector<Mutant>& mutants() {
                   ScaledKnobs{.mrope_section_ladders = true, .batch_variant = true}, std::nullopt,
                   Layout::mrope),
   };
+}
+
+}  // namespace
+
+const std::vector<Mutant>& mutants() {
+  static const std::vector<Mutant> v = [] {
+    std::vector<Mutant> f = forward_mutants();
+    for (auto& b : backward_mutants()) f.push_back(std::move(b));
+    return f;
+  }();
   return v;
 }
 

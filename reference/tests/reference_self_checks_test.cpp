@@ -309,5 +309,54 @@ TEST(ReferenceSelfCheck, CachedIsBlockedBitForBit) {
   EXPECT_GT(checked, 100);
 }
 
+// The backward's exact value: the properties and `check` take s R_m^T g as the rotation at -m.
+// Each angle is the MP product m theta'_i (negation exact), MPFR's sin is odd and cos even to the
+// bit, so the two are equal exactly, for every layout, scaling variant, axis and magnitude. A
+// wrong identity (e.g. a variant whose angle is not odd in m) would show here as a difference.
+TEST(ReferenceSelfCheck, TransposeIsTheRotationAtNegatedPositions) {
+  std::vector<RopeSpec> specs;
+  for (Layout l : {Layout::interleaved, Layout::half, Layout::proportional})
+    for (ScalingKind k :
+         {ScalingKind::none, ScalingKind::linear, ScalingKind::dynamic, ScalingKind::yarn,
+          ScalingKind::llama3, ScalingKind::freq_factors, ScalingKind::longrope}) {
+      RopeSpec s;
+      s.head_dim = 64;
+      s.rotary_dim = l == Layout::proportional ? 32 : 48;
+      s.layout = l;
+      s.base = 500000.0;
+      s.scale = 0.75;
+      s.scaling = example_scaling(k, s.rotary_dim / 2);
+      specs.push_back(s.normalized());
+    }
+  for (auto [l, sections] : {std::pair{Layout::mrope, std::vector<std::int64_t>{4, 6, 6}},
+                             std::pair{Layout::imrope, std::vector<std::int64_t>{4, 6, 6}},
+                             std::pair{Layout::axial, std::vector<std::int64_t>{8, 8}}}) {
+    RopeSpec s;
+    s.head_dim = 32;
+    s.layout = l;
+    s.sections = sections;
+    s.scale = 1.3;
+    specs.push_back(s.normalized());
+  }
+  int checked = 0;
+  for (const RopeSpec& s : specs) {
+    std::vector<double> g(static_cast<std::size_t>(s.head_dim));
+    for (std::int64_t j = 0; j < s.head_dim; ++j)
+      g[j] = std::ldexp(double((j * 7919) % 2003 - 1001), -(j % 9));
+    for (double m : {0.0, 1.0, 4095.0, 131071.0, 1e9}) {
+      Positions p, neg;
+      for (std::int64_t a = 0; a < s.n_axes(); ++a) {
+        p.push_back(exact(m + 7.0 * a));
+        neg.push_back(-exact(m + 7.0 * a));
+      }
+      const MpVector t = apply_dense_transpose(s, p, g), r = apply_dense(s, neg, g);
+      for (std::int64_t j = 0; j < s.head_dim; ++j)
+        ASSERT_TRUE(t(j) == r(j)) << describe(s) << " m=" << m << " j=" << j;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 5 * (21 + 3));
+}
+
 }  // namespace
 }  // namespace ropecheck::reference

@@ -4,7 +4,8 @@
 // elements).
 //
 // Inputs:
-//   --tensors dump.safetensors  tensors x -> y (and/or q -> q_out, k -> k_out), positions;
+//   --tensors dump.safetensors  tensors x -> y (and/or q -> q_out, k -> k_out, grad_y -> grad_x),
+//                               positions;
 //                               spec from __metadata__ (string values) and/or --spec JSON
 //   --input x.npy --output y.npy --positions p.npy --spec spec.json
 //
@@ -350,6 +351,7 @@ std::optional<Dtype> dtype_of_elem(tio::ElemType e) {
 struct Inputs {
   Keys keys;  // __metadata__ (safetensors)
   std::vector<std::pair<std::string, std::pair<tio::TensorRef, tio::TensorRef>>> pairs;
+  std::vector<bool> backward;  // per pair: grad_y -> grad_x (checked against s R(m)^T grad_y)
   tio::TensorRef pos;
   std::string source;
 };
@@ -369,8 +371,18 @@ Inputs read_safetensors_inputs(const std::string& path, const tio::Limits& lim) 
     if (a && !b) throw UsageError(path + ": tensor '" + x + "' without its output '" + y + "'");
     if (a && b) in.pairs.push_back({std::string(x) + " -> " + y, {*a, *b}});
   }
+  in.backward.assign(in.pairs.size(), false);
+  // A backward dump: the upstream gradient grad_y and the kernel's grad_x = s R(m)^T grad_y.
+  const tio::TensorRef* gy = f.find("grad_y");
+  const tio::TensorRef* gx = f.find("grad_x");
+  if (gy && !gx) throw UsageError(path + ": tensor 'grad_y' without its output 'grad_x'");
+  if (gx && !gy) throw UsageError(path + ": tensor 'grad_x' without its input 'grad_y'");
+  if (gy && gx) {
+    in.pairs.push_back({"grad_y -> grad_x", {*gy, *gx}});
+    in.backward.push_back(true);
+  }
   if (in.pairs.empty())
-    throw UsageError(path + ": no tensor pair x/y, q/q_out or k/k_out to check");
+    throw UsageError(path + ": no tensor pair x/y, q/q_out, k/k_out or grad_y/grad_x to check");
   return in;
 }
 
@@ -387,6 +399,7 @@ Inputs read_npy_inputs(const CheckOptions& o, const tio::Limits& lim) {
   b.name = "output";
   in.pos = tio::open_npy(o.positions, lim);
   in.pairs.push_back({"input -> output", {a, b}});
+  in.backward.push_back(false);
   return in;
 }
 
@@ -488,6 +501,9 @@ bool print_results(const std::vector<PairResult>& results) {
                 << "  max err/bound " << util << " at " << s.max_utilization_at.text() << "\n";
   }
   for (const auto& p : results) {
+    if (p.name == "grad_y -> grad_x")
+      std::cout << "note: grad_y -> grad_x is a backward, checked against s R(m)^T grad_y = "
+                   "s R(-m) grad_y: its positions are shown negated\n";
     if (p.skipped_nonfinite)
       std::cout << "note: " << p.name << ": " << p.skipped_nonfinite
                 << " vector(s) with non-finite input not checked\n";
@@ -511,7 +527,9 @@ std::vector<PairResult> check_pairs(const CheckOptions& o, const Inputs& in, con
   std::vector<PairResult> results;
   const auto start = std::chrono::steady_clock::now();
   std::int64_t vectors = 0;
-  for (const auto& [label, xy] : in.pairs) {
+  for (std::size_t i = 0; i < in.pairs.size(); ++i) {
+    const auto& [label, xy] = in.pairs[i];
+    so.backward = in.backward[i];
     const auto d = dtype_of_elem(xy.first.type);
     if (!d)
       throw UsageError("tensor '" + xy.first.name + "' must be F64/F32/F16/BF16, is " +
@@ -613,7 +631,7 @@ void add_check(CLI::App& app, int& status) {
   auto* cmd = app.add_subcommand(
       "check", "Check recorded RoPE tensors (safetensors or .npy) against the exact reference");
   cmd->add_option("--tensors", o->tensors,
-                  "safetensors dump with x, y (or q/q_out, k/k_out), positions");
+                  "safetensors dump with x, y (or q/q_out, k/k_out, grad_y/grad_x), positions");
   cmd->add_option("--spec", o->spec,
                   "spec JSON (keys as the safetensors __metadata__; overrides it)");
   cmd->add_option("--input", o->input, ".npy input (f64/f32/f16)");

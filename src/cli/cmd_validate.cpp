@@ -85,6 +85,11 @@ class LayoutRestricted final : public Kernel {
     if (!admits(s)) return KernelStatus::unsupported;
     return k_.apply(s, a);
   }
+  bool has_backward() const override { return k_.has_backward(); }
+  KernelStatus apply_backward(const RopeSpec& s, const TensorArgs& a) const override {
+    if (!admits(s)) return KernelStatus::unsupported;
+    return k_.apply_backward(s, a);
+  }
   Domain domain() const override { return k_.domain(); }
   // A configuration of a newer layout (proportional, mrope, imrope, axial) also admits the two
   // basic layouts: the properties draw the configuration's layout wherever a spec admits it
@@ -990,7 +995,7 @@ std::string unconstrained_text(const ConfigResult& r) {
 }
 
 bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptions& o) {
-  const int w0 = 33;  // the longest property name (31) + 2
+  const int w0 = 37;  // the longest property name (35) + 2
   // The differential cells first: the columns are as wide as their widest cell (+ 2), so a
   // failure's figures ("FAIL 336 (3.36e+07u 2.65e+08%)") never push the columns apart.
   std::vector<std::string> diff;
@@ -1201,7 +1206,10 @@ void plan_plugin(Plan& plan, const plugin::PluginKernel& pk, const ValidateOptio
   const auto& desc = pk.descriptor();
   std::cout << "ropecheck validate: plugin '" << desc.name << "' (" << o.plugin << ", ABI "
             << desc.abi_version << ")\n  " << desc.description
-            << "\n  declared domain: " << describe_domain(pk.domain()) << "\n";
+            << "\n  declared domain: " << describe_domain(pk.domain()) << "\n  backward: "
+            << (desc.has_backward ? "apply_backward (the Backward* properties run)"
+                                  : "none (the Backward* properties are not applicable)")
+            << "\n";
   if (desc.abi_version < ROPECHECK_PLUGIN_ABI_VERSION)
     std::cout << "  note: plugin built for ABI " << desc.abi_version
               << ": loaded with that ABI's meaning (trig_error 2, any position, magnitude scale "
@@ -1664,9 +1672,15 @@ int run_validate(ValidateOptions o) {
   if (!o.out.empty() || !o.json.empty()) {
     nlohmann::json jconf = nlohmann::json::array();
     for (const auto& r : results) jconf.push_back(config_json(r, o));
-    nlohmann::json doc{{"command", "validate"},     {"plugin", o.plugin},     {"name", desc.name},
-                       {"budget", o.budget},        {"seconds", secs},        {"passed", !any_fail},
-                       {"classification", overall}, {"configurations", jconf}};
+    nlohmann::json doc{{"command", "validate"},
+                       {"plugin", o.plugin},
+                       {"name", desc.name},
+                       {"budget", o.budget},
+                       {"seconds", secs},
+                       {"passed", !any_fail},
+                       {"classification", overall},
+                       {"configurations", jconf},
+                       {"has_backward", desc.has_backward}};
     if (shard.total > 1) doc["shard"] = {{"index", shard.index}, {"total", shard.total}};
     if (!o.out.empty()) write_outputs(*pk, results, doc, o);
     if (!o.json.empty()) reports::atomic_write(o.json, doc.dump(2) + "\n");

@@ -1,5 +1,7 @@
 #include "ropecheck/kernel.hpp"
 
+#include <limits>
+
 namespace ropecheck {
 
 KernelStatus apply_contiguous(const Kernel& k, const RopeSpec& spec, Dtype d, std::int64_t n_tokens,
@@ -15,6 +17,26 @@ KernelStatus apply_contiguous(const Kernel& k, const RopeSpec& spec, Dtype d, st
   a.head_stride = spec.head_dim;
   a.token_stride = n_heads * spec.head_dim;
   return k.apply(spec, a);
+}
+
+NegatedCall negate_positions(const TensorArgs& a) {
+  NegatedCall c;
+  c.args = a;
+  const std::int64_t n = a.n_tokens > 0 && a.n_axes > 0 ? a.n_tokens * a.n_axes : 0;
+  if (a.positions && n > 0) {
+    c.positions.assign(a.positions, a.positions + n);
+    for (auto& m : c.positions) {
+      if (m == std::numeric_limits<std::int64_t>::min()) c.ok = false;
+      m = c.ok ? -m : m;
+    }
+    c.args.positions = c.positions.data();
+  }
+  if (a.real_positions && n > 0) {
+    c.real_positions.assign(a.real_positions, a.real_positions + n);
+    for (auto& m : c.real_positions) m = -m;
+    c.args.real_positions = c.real_positions.data();
+  }
+  return c;
 }
 
 }  // namespace ropecheck

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <vector>
 
 namespace ropecheck::kernels {
 
@@ -48,6 +50,16 @@ class BuiltinKernel : public Kernel {
     return spec.rotary_dim % 2 == 0 && spec.rotary_dim >= 0 && spec.rotary_dim <= spec.head_dim &&
            spec.head_dim >= 1 &&
            (d == Dtype::f64 || d == Dtype::f32 || d == Dtype::f16 || d == Dtype::bf16);
+  }
+
+  // The backward: s R(m)^T g = s R(-m) g, i.e. this kernel's own forward at the negated
+  // positions (sin negated, as Liger-Kernel and flash-attn write it). Exact for our recipes: the
+  // angle fl(m theta) is odd in m and so are sin and the products, so it is the same arithmetic
+  // as the forward, within the same pair bound. INT64_MIN has no negation: error.
+  bool has_backward() const override { return true; }
+  KernelStatus apply_backward(const RopeSpec& spec, const TensorArgs& a) const override {
+    const NegatedCall n = negate_positions(a);
+    return n.ok ? apply(spec, n.args) : KernelStatus::error;
   }
 
  protected:

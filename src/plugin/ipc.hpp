@@ -19,6 +19,8 @@ enum class Msg : std::uint32_t {
   supports,    // host -> worker: spec + dtype;  worker -> host: int32
   apply,       // host -> worker: ApplyHeader + arrays; worker -> host: ApplyReply + bytes
   quit,        // host -> worker
+  // host -> worker: as apply, for the descriptor's apply_backward; the reply is a Msg::apply one
+  apply_backward,
 };
 
 // stopped: the Watch asked to stop waiting; violation: bytes that are not the reply expected.

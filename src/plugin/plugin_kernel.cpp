@@ -744,12 +744,22 @@ void copy_view_back(const RopeSpec& spec, const TensorArgs& a, const Extent& x,
 
 }  // namespace
 
-KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) const try {
+KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) const {
+  return call(spec, a, false);
+}
+
+KernelStatus PluginKernel::apply_backward(const RopeSpec& spec, const TensorArgs& a) const {
+  if (!desc_.has_backward) return KernelStatus::unsupported;
+  return call(spec, a, true);
+}
+
+KernelStatus PluginKernel::call(const RopeSpec& spec, const TensorArgs& a, bool backward) const
+    try {
   ++calls_;
   if (poisoned()) return KernelStatus::error;
   if (!supports(spec, a.dtype)) return KernelStatus::unsupported;
   if (const auto refused = refuse_call(desc_, spec, a)) return *refused;
-  const KernelStatus st = run_call(spec, a);
+  const KernelStatus st = run_call(spec, a, backward);
   // supports() accepted the spec and the call is inside the declared domain: an UNSUPPORTED
   // now is the declaration's fault, said at once with the field that would exclude the call.
   if (st == KernelStatus::unsupported && !poisoned()) {
@@ -761,11 +771,12 @@ KernelStatus PluginKernel::apply(const RopeSpec& spec, const TensorArgs& a) cons
   }
   return st;
 } catch (const std::exception& e) {
-  host_error(e, "apply() " + describe_call(spec, a));
+  host_error(e, (backward ? "apply_backward() " : "apply() ") + describe_call(spec, a));
   return KernelStatus::error;
 }
 
-KernelStatus PluginKernel::run_call(const RopeSpec& spec, const TensorArgs& a) const {
+KernelStatus PluginKernel::run_call(const RopeSpec& spec, const TensorArgs& a,
+                                    bool backward) const {
   if (a.n_tokens == 0 || a.n_heads == 0 || spec.head_dim == 0) return KernelStatus::ok;
   const Extent x = extent_of(spec, a);
   const long double bytes = static_cast<long double>(x.elems) * x.eb * 2 +
@@ -780,7 +791,8 @@ KernelStatus PluginKernel::run_call(const RopeSpec& spec, const TensorArgs& a) c
     record(std::move(f));
     return KernelStatus::error;
   }
-  const ipc::Reply r = worker_->round_trip(ipc::Msg::apply, apply_request(spec, a, x, inv_freq_),
+  const ipc::Reply r = worker_->round_trip(backward ? ipc::Msg::apply_backward : ipc::Msg::apply,
+                                           apply_request(spec, a, x, inv_freq_),
                                            expect_apply(0, x.bytes()), opts_.timeout_s);
   ApplyOutcome out;
   if (r.io == ipc::IoResult::ok) out = read_apply_reply(r.payload, x.bytes());
@@ -790,7 +802,7 @@ KernelStatus PluginKernel::run_call(const RopeSpec& spec, const TensorArgs& a) c
       bad.io = ipc::IoResult::violation;
       bad.why = out.violation;
     }
-    Fault f = call_fault(bad, "apply()");
+    Fault f = call_fault(bad, backward ? "apply_backward()" : "apply()");
     f.config = describe_call(spec, a);
     record(std::move(f));
     return KernelStatus::error;

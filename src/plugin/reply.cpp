@@ -90,8 +90,11 @@ bool read_descriptor_fields(ipc::Reader& rd, Descriptor& d) {
     ok = rd.get(p);
     if (ok && (d.dtypes & ROPECHECK_DTYPE_BIT(i)) != 0) d.policies[i] = declared_policy(d, p, i);
   }
-  return ok && rd.get(d.scalings) && rd.get(d.flags) && rd.get(d.min_position) &&
-         rd.get(d.max_position) && rd.at_end();
+  std::int32_t has_backward = 0;
+  ok = ok && rd.get(d.scalings) && rd.get(d.flags) && rd.get(d.min_position) &&
+       rd.get(d.max_position) && rd.get(has_backward) && rd.at_end();
+  d.has_backward = has_backward == 1;
+  return ok && (has_backward == 0 || has_backward == 1);
 }
 
 }  // namespace

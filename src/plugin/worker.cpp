@@ -423,11 +423,13 @@ Finding check_guards(const Guards& g) {
 using ErrorHook = std::function<std::string()>;
 
 void handle_apply(int wfd, std::uint32_t id, const ropecheck_plugin* desc,
-                  const std::vector<char>& req, CallBuffers& b, const ErrorHook& take_error) {
+                  const std::vector<char>& req, CallBuffers& b, const ErrorHook& take_error,
+                  bool backward) {
   const ApplyRequest q(req);
   b.load(q);
   const ropecheck_tensor t = tensor_of(q.h, b);
-  const int status = desc->apply(&q.spec.c, &t, desc->user);
+  const int status = backward ? desc->apply_backward(&q.spec.c, &t, desc->user)
+                              : desc->apply(&q.spec.c, &t, desc->user);
   Finding f;
   if (status != ROPECHECK_OK && status != ROPECHECK_UNSUPPORTED && take_error)
     if (std::string why = take_error(); !why.empty()) f = {FaultKind::kernel_error, std::move(why)};
@@ -475,7 +477,9 @@ void serve_requests(int rfd, int wfd, const ropecheck_plugin* d, const ErrorHook
     if (t == ipc::Msg::supports)
       handle_supports(wfd, id, d, req);
     else if (t == ipc::Msg::apply)
-      handle_apply(wfd, id, d, req, buffers, take_error);
+      handle_apply(wfd, id, d, req, buffers, take_error, false);
+    else if (t == ipc::Msg::apply_backward && d->abi_version >= 3 && d->apply_backward)
+      handle_apply(wfd, id, d, req, buffers, take_error, true);
     else
       die_quietly();
   }
@@ -541,6 +545,7 @@ void send_hello(int wfd, const ropecheck_plugin* d) {
   w.put<std::uint32_t>(d->flags);
   w.put<std::int64_t>(d->min_position);
   w.put<std::int64_t>(d->max_position);
+  w.put<std::int32_t>(d->abi_version >= 3 && d->apply_backward ? 1 : 0);
   send_or_die(wfd, ipc::Msg::hello, 0, w.buf);
 }
 

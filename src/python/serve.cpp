@@ -45,6 +45,7 @@ struct Mailbox {
   const ropecheck_spec* spec = nullptr;      // the call waiting to be run (nullptr: none)
   const ropecheck_tensor* tensor = nullptr;  // nullptr: a supports() call for `dtype`
   std::int32_t dtype = 0;
+  bool backward = false;  // the call is apply_backward's
   int status = ROPECHECK_OK;
   bool answered = false;
   bool finished = false;  // plugin::serve returned or threw
@@ -55,6 +56,7 @@ struct Mailbox {
 // shape and dtype checks, exceptions turned into a message naming the call).
 struct PyKernel {
   py::object call;
+  py::object backward;    // the same convention for apply_backward (g in, grad_x out), or None
   py::object supports;    // supports(spec, dtype_name) -> bool, or None (the masks decide)
   bool in_place = false;  // the callable may rotate x in place (it gets its own copy)
   std::string error;      // why the last call failed (FaultKind::kernel_error)
@@ -107,14 +109,15 @@ py::array_t<std::int64_t> positions_of(const ropecheck_tensor& t, std::int64_t s
 
 // One call of the callable (GIL held, calling thread). A BaseException that is not an Exception
 // (KeyboardInterrupt, SystemExit, pytest's outcomes) goes to `raised`: the run stops.
-int run_call(PyKernel& k, const ropecheck_spec& s, const ropecheck_tensor& t,
+int run_call(PyKernel& k, const ropecheck_spec& s, const ropecheck_tensor& t, bool backward,
              std::optional<py::error_already_set>& raised) {
   try {
     const std::int64_t D = s.head_dim;
     const RopeSpec spec = plugin::spec_from_c(s);
     py::array x = gather(t, D, t.in);
     static const char* names[] = {"f64", "f32", "f16", "bf16"};
-    py::tuple r = k.call(x, names[t.dtype], positions_of(t, spec.n_axes()), spec);
+    py::tuple r =
+        (backward ? k.backward : k.call)(x, names[t.dtype], positions_of(t, spec.n_axes()), spec);
     if (!r[1].is_none()) {
       k.error = r[1].cast<std::string>();
       return ROPECHECK_ERROR;
@@ -161,12 +164,14 @@ int run_supports(PyKernel& k, const ropecheck_spec& s, std::int32_t dtype,
 
 // The descriptor's apply (t) and supports (t == nullptr), on the serve thread: hands the call
 // over and waits for its answer.
-int relay_call(const ropecheck_spec* s, const ropecheck_tensor* t, std::int32_t dtype, void* user) {
+int relay_call(const ropecheck_spec* s, const ropecheck_tensor* t, std::int32_t dtype, void* user,
+               bool backward = false) {
   Mailbox& b = static_cast<PyKernel*>(user)->box;
   std::unique_lock<std::mutex> l(b.m);
   b.spec = s;
   b.tensor = t;
   b.dtype = dtype;
+  b.backward = backward;
   b.answered = false;
   b.cv.notify_all();
   b.cv.wait(l, [&b] { return b.answered; });
@@ -177,6 +182,9 @@ int relay(const ropecheck_spec* s, const ropecheck_tensor* t, void* user) {
   return relay_call(s, t, 0, user);
 }
 
+int relay_backward(const ropecheck_spec* s, const ropecheck_tensor* t, void* user) {
+  return relay_call(s, t, 0, user, true);
+}
 int relay_supports(const ropecheck_spec* s, std::int32_t dtype, void* user) {
   return relay_call(s, nullptr, dtype, user);
 }
@@ -200,6 +208,7 @@ void run_calls(PyKernel& k, const py::object& stop, std::optional<py::error_alre
     if (b.spec) {
       const ropecheck_spec* s = std::exchange(b.spec, nullptr);
       const ropecheck_tensor* t = b.tensor;
+      const bool backward = b.backward;
       l.unlock();
       int status = ROPECHECK_ERROR;
       {
@@ -208,7 +217,7 @@ void run_calls(PyKernel& k, const py::object& stop, std::optional<py::error_alre
           k.error = "interrupted";
           status = t ? ROPECHECK_ERROR : 0;
         } else {
-          status = t ? run_call(k, *s, *t, raised) : run_supports(k, *s, b.dtype, raised);
+          status = t ? run_call(k, *s, *t, backward, raised) : run_supports(k, *s, b.dtype, raised);
           if (raised) call_stop(stop);
         }
       }
@@ -271,6 +280,7 @@ ropecheck_plugin descriptor(const py::dict& desc, PyKernel& k) {
     p.policies[static_cast<int>(dtype_arg(kv.first.cast<std::string>(), "dtype"))] =
         c_policy(kv.second.cast<Policy>());
   p.apply = &relay;
+  if (!k.backward.is_none()) p.apply_backward = &relay_backward;
   if (!k.supports.is_none()) p.supports = &relay_supports;
   p.user = &k;
   p.scalings = desc["scalings"].cast<std::uint32_t>();
@@ -288,6 +298,7 @@ void serve(int rfd, int wfd, py::object call, const py::dict& desc, py::object s
   k.name = desc["name"].cast<std::string>();
   k.head_dims = desc["head_dims"].cast<std::vector<std::int64_t>>();
   k.supports = desc.contains("supports") ? py::object(desc["supports"]) : py::object(py::none());
+  k.backward = desc.contains("backward") ? py::object(desc["backward"]) : py::object(py::none());
   k.in_place = desc.contains("in_place") && desc["in_place"].cast<bool>();
   const ropecheck_plugin p = descriptor(desc, k);
   std::optional<py::error_already_set> raised;

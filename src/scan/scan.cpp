@@ -6,6 +6,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <exception>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -162,8 +163,15 @@ class ChunkChecker {
  public:
   ChunkChecker(const tio::TensorRef& x, const tio::TensorRef& y, const Geometry& g,
                const PositionIndex& pos, const verify::PairChecker& checker,
-               const ref::Oracle& oracle, std::size_t keep)
-      : x_(x), y_(y), g_(g), pos_(pos), checker_(checker), oracle_(oracle), keep_(keep) {}
+               const ref::Oracle& oracle, std::size_t keep, bool negate)
+      : x_(x),
+        y_(y),
+        g_(g),
+        pos_(pos),
+        checker_(checker),
+        oracle_(oracle),
+        keep_(keep),
+        negate_(negate) {}
 
   ChunkResult run(const Chunk& c, Scratch& s) const {
     const Local l = read(c, s);
@@ -178,7 +186,11 @@ class ChunkChecker {
     at.position.resize(static_cast<std::size_t>(pos_.axes()));
     for (std::int64_t t = c.t0; t < c.t1; ++t) {
       at.token = t;
-      for (std::int64_t a = 0; a < pos_.axes(); ++a) at.position[a] = s.pos[a * nt + t - c.t0];
+      for (std::int64_t a = 0; a < pos_.axes(); ++a) {
+        const std::int64_t m = s.pos[a * nt + t - c.t0];
+        // |m| < 2^62 for the oracle: INT64_MIN is outside its contract either way.
+        at.position[a] = negate_ && m != std::numeric_limits<std::int64_t>::min() ? -m : m;
+      }
       // Every head of the token shares its cos/sin and its pair bounds.
       oracle_.at(at.position, s.rot);
       checker_.bounds_at(at.position, s.bounds);
@@ -242,6 +254,7 @@ class ChunkChecker {
   const verify::PairChecker& checker_;
   const ref::Oracle& oracle_;
   std::size_t keep_;
+  bool negate_;
 };
 
 // The workers: an atomic counter hands out chunks; a finished chunk waits in `pending_` until
@@ -313,7 +326,7 @@ PairResult scan_pair(const std::string& label, const tio::TensorRef& x, const ti
   const PositionIndex pos(positions, g, checker.spec().n_axes());
   const Chunking chunks(g, std::max<std::int64_t>(1, o.chunk_vectors));
   const ChunkChecker check(x, y, g, pos, checker, oracle,
-                           static_cast<std::size_t>(std::max(0, o.max_failures)));
+                           static_cast<std::size_t>(std::max(0, o.max_failures)), o.backward);
   PairResult res;
   res.name = label;
   res.summary.keep = static_cast<std::size_t>(std::max(0, o.max_failures));

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,12 +31,40 @@ enum class Property : int {
   ComposesAdditivelyPerAxis,
   ScoresDependOnlyOnAxisOffsets,
   EqualAxesReduceToOneDimensional,
+  // The backward (Kernel::apply_backward; not applicable to a kernel without one). Two relate
+  // the backward B to the forward F on the same call:
+  //   BackwardIsAdjoint      <F(x,m), g> = <x, B(g,m)> for random x and g, within the sum of the
+  //                          two calls' pair bounds (exact dot products)
+  //   BackwardUndoesForward  B(F(x,m),m) = s^2 x within the composition bound
+  // The others are forward properties run on backward_view(k): B(g,m) as a rotation by -m, since
+  // s R(m)^T g = s R(-m) g exactly (an angle m theta_i is odd in m for every variant and axis).
+  // BackwardMatchesReferenceWithinBound is then the differential against the exact backward,
+  // BackwardPassThroughIsExact says the pass-through gradient is copied, not written.
+  BackwardMatchesReferenceWithinBound,
+  BackwardIsAdjoint,
+  BackwardUndoesForward,
+  BackwardZeroPositionIsIdentity,
+  BackwardComposesAdditively,
+  BackwardPassThroughIsExact,
+  BackwardInputUntouched,
+  BackwardInPlaceEqualsOutOfPlace,
+  BackwardTokensAreIndependent,
+  BackwardComposesAdditivelyPerAxis,
 };
 
 const std::vector<Property>& all_properties();
 // The three multi-axis properties above (they need a kernel that takes mrope / imrope / axial).
 bool is_multi_axis_property(Property p);
 const char* name(Property p);
+// The backward properties (the last ten of the enum), and for those run on backward_view(k) the
+// forward property they apply to it.
+bool is_backward_property(Property p);
+std::optional<Property> forward_counterpart(Property p);
+// B(g, m) seen as a kernel of its own: apply(spec, args) calls k.apply_backward at the negated
+// positions (real positions too), so every forward property checks it against s R(m)^T. Its
+// Domain is k's with the position range negated; its policy is k's. Counterexamples name the
+// negated positions (the message says so). k must outlive the view and have a backward.
+std::unique_ptr<Kernel> backward_view(const Kernel& k);
 std::optional<Property> parse_property(const std::string& s);
 
 struct Options {

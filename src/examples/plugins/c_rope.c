@@ -215,6 +215,40 @@ static int c_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* use
   return ROPECHECK_OK;
 }
 
+/* The backward (PLUGIN_BACKWARD; 0: none, the descriptor's apply_backward is NULL):
+ *   1  correct: grad_x = s R(m)^T g, i.e. the forward's code at position -m (sin negated), and
+ *      the pass-through gradient copied
+ *   2  the forward run on the gradient (sin not negated): the "backward = forward" bug
+ *   3  correct rotation, but 1.0 written into the pass-through gradient (Apex PR #1750) */
+#ifndef PLUGIN_BACKWARD
+#define PLUGIN_BACKWARD 0
+#endif
+#if PLUGIN_BACKWARD
+static int c_apply_backward(const ropecheck_spec* s, const ropecheck_tensor* t, void* user) {
+  (void)user;
+  if (s->scaling.kind != ROPECHECK_SCALING_NONE || s->n_axes != 1 || t->n_axes != 1 ||
+      (s->layout != ROPECHECK_LAYOUT_INTERLEAVED && s->layout != ROPECHECK_LAYOUT_HALF) ||
+      (t->dtype != ROPECHECK_DTYPE_F64 && t->dtype != ROPECHECK_DTYPE_F32))
+    return ROPECHECK_UNSUPPORTED;
+  for (int64_t tok = 0; tok < t->n_tokens; ++tok) {
+    const double m = (double)t->positions[tok];
+    for (int64_t h = 0; h < t->n_heads; ++h) {
+      const int64_t base_off = tok * t->token_stride + h * t->head_stride;
+      rotate_pairs(s, t, PLUGIN_BACKWARD == 2 ? m : -m, base_off);
+      copy_pass_through(s, t, base_off);
+#if PLUGIN_BACKWARD == 3
+      for (int64_t j = s->rotary_dim; j < s->head_dim; ++j)
+        store_elem(t->out, t->dtype, base_off + j, 1.0);
+#endif
+    }
+  }
+  return ROPECHECK_OK;
+}
+#define PLUGIN_APPLY_BACKWARD c_apply_backward
+#else
+#define PLUGIN_APPLY_BACKWARD NULL
+#endif
+
 /* Test-only knobs: a plugin built for another ABI, and a shared object without the entry point.
  * PLUGIN_ABI=2u builds the ABI 2 descriptor of this kernel (same struct layout, the ABI 3 fields
  * left at 0 as an ABI 2 plugin had them): the loader must still accept it, with defaults. */
@@ -262,7 +296,8 @@ static const ropecheck_plugin descriptor = {
     PLUGIN_FLAGS,
     PLUGIN_MIN_POSITION, /* min_position, max_position: 0, 0 = any int64 position */
     PLUGIN_MAX_POSITION,
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    PLUGIN_APPLY_BACKWARD,
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 ROPECHECK_PLUGIN_EXPORT const ropecheck_plugin* PLUGIN_ENTRY(uint32_t host_abi_version) {

@@ -180,7 +180,8 @@ static const ropecheck_plugin descriptor = {
     ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC,
     INT32_MIN, /* positions: int32, as ggml's */
     INT32_MAX,
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    NULL, /* apply_backward: none (a forward-only kernel) */
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 ROPECHECK_PLUGIN_EXPORT const ropecheck_plugin* ropecheck_plugin_entry(uint32_t host_abi_version) {

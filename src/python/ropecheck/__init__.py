@@ -286,7 +286,8 @@ def _metadata(spec, policy, tensor_layout):
 
 def save_dump(path, *, positions, spec, policy=None, tensor_layout=None, **tensors):
     """Writes a safetensors dump for `ropecheck check --tensors PATH` without the `safetensors`
-    package: the tensors given by name (x and y, or q/q_out and k/k_out; torch or NumPy, f64 /
+    package: the tensors given by name (x and y, or q/q_out and k/k_out, or a backward's grad_y
+    and grad_x = s R(m)^T grad_y; torch or NumPy, f64 /
     f32 / f16, bf16 from torch), positions (int64/int32) and the __metadata__ `check` reads (the
     spec's keys, the declared policy when given, tensor_layout when given). The file is written
     to a temporary name and renamed, so PATH is never half-written."""
@@ -401,6 +402,33 @@ def _kernel_call(fn, in_place, tensor_layout="thd"):
         return y.numpy().view(_RAW[dtype]), None
 
     return call
+
+
+def _autograd_backward(fn):
+    """fn's backward as autograd computes it, in fn's own calling convention (g in, grad_x out):
+    grad_x = d<fn(x), g>/dx at x = g reversed along head_dim (RoPE is linear, so the point does not
+    matter for a correct kernel; an x unrelated to g keeps a backward that returns its input, or
+    one that reads the saved x, from passing by accident). A torch.autograd.Function with a
+    hand-written backward is called exactly as training calls it."""
+    torch = _torch()
+    with_spec = _takes_spec(fn)
+
+    def backward(g, positions, spec):
+        x = g.detach().flip(-1).clone().requires_grad_(True)
+        xin = x.clone()  # an in-place fn may write into its argument, never into a leaf
+        y = fn(xin, positions, spec) if with_spec else fn(xin, positions)
+        if y is None:
+            y = xin
+        if not isinstance(y, torch.Tensor):
+            raise TypeError(f"fn returned {type(y).__name__}, expected a torch.Tensor")
+        if not y.requires_grad:
+            raise RuntimeError("fn's output does not depend on x through autograd (no grad_fn): "
+                               "backward=True needs a differentiable fn; give backward_fn= for "
+                               "a kernel that exposes its backward directly")
+        (gx,) = torch.autograd.grad(y, x, grad_outputs=g.to(y.dtype))
+        return gx
+
+    return backward
 
 
 def _mask(names, allowed, what):
@@ -583,7 +611,8 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
              budget="quick", seed=1, in_place=False, magnitude_scale=False, scalings=(),
              min_position=0, max_position=0, layouts_bitwise_symmetric=False,
              batch_invariant=False, properties=None, timeout=10.0, name=None, spec=None,
-             hf_config=None, supports=None, tensor_layout="thd", shrink_seconds=None):
+             hf_config=None, supports=None, tensor_layout="thd", shrink_seconds=None,
+             backward=False, backward_fn=None):
     """Every property of the C++ suite, with `ropecheck validate`'s definitions, bounds and
     coverage rules, on the Python kernel fn(x, positions, spec) -> y.
 
@@ -615,6 +644,13 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
     all shrinking of the run shares 5 times that). The time fn spends counts in it: a failing
     run ends within its cases' time plus about that pool, with the smallest counterexample found.
 
+    backward=True: also the Backward* properties, on the gradient autograd computes through fn
+    (a torch.autograd.Function with a hand-written backward is called as training calls it):
+    grad_x for an upstream gradient g must be s R(m)^T g within the derived bound, satisfy
+    <fn(x), g> = <x, grad_x>, undo the forward, copy the pass-through gradient, and so on (README,
+    "Backward kernels"). backward_fn=callable: the same properties on a backward the kernel exposes
+    directly, called as fn is (g in place of x; returns grad_x). Without either they read n/a.
+
     Ctrl-C (or a signal handler that raises, or fn raising KeyboardInterrupt / SystemExit) stops
     the run: the `ropecheck` process is killed and reaped, its files removed, and the exception
     propagates."""
@@ -623,6 +659,12 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
         fn, dtypes, layouts, head_dims, policy, in_place, magnitude_scale, scalings, min_position,
         max_position, layouts_bitwise_symmetric, batch_invariant, name, spec, hf_config, supports,
         tensor_layout)
+    if backward and backward_fn is not None:
+        raise ValueError("give backward=True (autograd through fn) or backward_fn=, not both")
+    if backward_fn is not None:
+        desc["backward"] = _kernel_call(backward_fn, False, tensor_layout)
+    elif backward:
+        desc["backward"] = _kernel_call(_autograd_backward(fn), False, tensor_layout)
     args = [executable(), "validate", "--dtypes", ",".join(dtypes), "--layouts",
             ",".join(layouts), "--budget", budget, "--seed", str(seed), "--timeout", str(timeout)]
     if properties:

@@ -71,6 +71,11 @@ MpMatrix rotation(const RopeSpec& spec, const Positions& positions);
 MpVector apply_dense(const RopeSpec& spec, const Mp& position, const std::vector<double>& x);
 MpVector apply_dense(const RopeSpec& spec, const Positions& positions,
                      const std::vector<double>& x);
+// The backward by its definition: grad_x = R_m^T g (s R^T: the same magnitude), dense. The
+// properties and `check` evaluate it as the rotation at -m (R_m^T = R_{-m}: each block's angle is
+// m theta'_i, odd in m); reference_self_checks shows the two equal for every layout and variant.
+MpVector apply_dense_transpose(const RopeSpec& spec, const Positions& positions,
+                               const std::vector<double>& g);
 // The same result using the block structure (O(head_dim)); cross-checked against apply_dense.
 // The block entries s*cos, s*sin are rotation()'s, bit for bit; each output is then one rounding
 // of s cos x_a - s sin x_b (resp. s sin x_a + s cos x_b) instead of the dense sum's several.

@@ -72,7 +72,33 @@ class Kernel {
   // domain (supports() true, Domain respected) unsupported is a declaration mismatch.
   virtual KernelStatus apply(const RopeSpec& spec, const TensorArgs& args) const = 0;
   virtual Domain domain() const { return {}; }
+
+  // The backward of apply(), optional (training kernels): args.in holds the upstream gradient g
+  // of y = K(x, m), args.out receives grad_x = s R(m)^T g, with the same spec, positions, dtype,
+  // strides and aliasing rules as apply(). Pass-through dims take g unchanged (the forward copies
+  // them). The backward is declared to compute under the forward's policy(d) and Domain; its
+  // exact value is s R(-m) g (R(m)^T = R(-m): every angle is m theta_i, odd in m, for every
+  // scaling variant and axis), which is how the properties check it (properties.hpp).
+  virtual bool has_backward() const { return false; }
+  virtual KernelStatus apply_backward(const RopeSpec& /*spec*/, const TensorArgs& /*args*/) const {
+    return KernelStatus::unsupported;
+  }
 };
+
+// A call's arguments at the negated positions (every axis; real positions too), owning the
+// arrays they point at: a backward is the forward at -m (s R(m)^T = s R(-m)). ok is false when a
+// position is INT64_MIN, which has no negation. Movable (the arrays move with it), not copyable.
+struct NegatedCall {
+  TensorArgs args;
+  std::vector<std::int64_t> positions;
+  std::vector<double> real_positions;
+  bool ok = true;
+  NegatedCall() = default;
+  NegatedCall(NegatedCall&&) = default;
+  NegatedCall(const NegatedCall&) = delete;
+  NegatedCall& operator=(const NegatedCall&) = delete;
+};
+NegatedCall negate_positions(const TensorArgs& a);
 
 // Contiguous [tokens][heads][head_dim] convenience wrapper.
 KernelStatus apply_contiguous(const Kernel& k, const RopeSpec& spec, Dtype d, std::int64_t n_tokens,

@@ -191,10 +191,10 @@ extern "C" {
 /* TRIG_ARGUMENT_TURNS_F32 (additive in ABI 3): the rounding of the trig argument into turns. The
  * kernel's sin/cos take t = angle * fl32(1/2pi) rounded in f32, then a hardware approximation:
  * CUDA's __sinf / __cosf / __sincosf (sin.approx / cos.approx), and sinf / cosf under
- * -use_fast_math. The angle actually rotated by is off by up to ~2.7 u_f32 of itself (about 0.16 rad
- * at an angle of 1e6 rad); declare trig_error 11.32 with it for PTX's documented 2^-20.5. */
+ * -use_fast_math. The angle actually rotated by is off by up to ~2.7 u_f32 of itself (about 0.16
+ * rad at an angle of 1e6 rad); declare trig_error 11.32 with it for PTX's documented 2^-20.5. */
 #define ROPECHECK_ROUNDING_TRIG_ARGUMENT_TURNS_F32 (1 << 2)
-#define ROPECHECK_ROUNDING_ALL                                                     \
+#define ROPECHECK_ROUNDING_ALL                                                    \
   (ROPECHECK_ROUNDING_TABLE_TOWARD_ZERO | ROPECHECK_ROUNDING_OUTPUT_TOWARD_ZERO | \
    ROPECHECK_ROUNDING_TRIG_ARGUMENT_TURNS_F32)
 
@@ -363,7 +363,15 @@ typedef struct ropecheck_plugin {
    * non-negative. min_position > max_position is refused at load time. */
   int64_t min_position;
   int64_t max_position;
-  void* reserved[6];
+  /* Optional (NULL = no backward; additive in ABI 3, these bytes were reserved[0], 0): the
+   * backward of apply(). tensor->in holds the upstream gradient g of y = apply(x), tensor->out
+   * receives grad_x = s R(m)^T g (R(m)^T is the rotation by -m: grad_a = s(c g_a + sin g_b),
+   * grad_b = s(c g_b - sin g_a) for each pair), same spec, positions, strides and in-place rule as
+   * apply(); pass-through dims take g unchanged. Declared under the same policies and domain as
+   * apply(). `ropecheck validate` then runs the Backward* properties; without it they read
+   * "n/a (no backward)". Same return values as apply(). */
+  int (*apply_backward)(const ropecheck_spec* spec, const ropecheck_tensor* tensor, void* user);
+  void* reserved[5];
 } ropecheck_plugin;
 
 /* The entry point. host_abi_version lets a plugin that knows several ABI versions return the

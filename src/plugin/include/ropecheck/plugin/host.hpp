@@ -106,6 +106,7 @@ struct Descriptor {
   std::uint32_t scalings = 0;  // ROPECHECK_SCALING_BIT mask (NONE implied)
   std::uint32_t flags = 0;     // ROPECHECK_FLAG_* (for ABI 2: MAGNITUDE_SCALE added, see plugin.h)
   std::int64_t min_position = 0, max_position = 0;  // both 0: any int64 position
+  bool has_backward = false;  // apply_backward set (ABI 3; an ABI 2 descriptor has none)
 };
 
 class PluginKernel final : public Kernel {
@@ -131,6 +132,9 @@ class PluginKernel final : public Kernel {
   // Returns error (never throws, never crashes the caller) when the plugin faults; the fault is
   // recorded and the kernel stays poisoned until reset().
   KernelStatus apply(const RopeSpec& spec, const TensorArgs& args) const override;
+  // The descriptor's apply_backward, through the worker as apply() (same guards and faults).
+  bool has_backward() const override { return desc_.has_backward; }
+  KernelStatus apply_backward(const RopeSpec& spec, const TensorArgs& args) const override;
 
   const Descriptor& descriptor() const { return desc_; }
   const std::string& path() const { return path_; }
@@ -153,7 +157,8 @@ class PluginKernel final : public Kernel {
   bool ensure_worker() const;
   Descriptor read_greeting(const std::string& label) const;
   // The call on the worker (apply() past the host's own checks).
-  KernelStatus run_call(const RopeSpec& spec, const TensorArgs& a) const;
+  KernelStatus run_call(const RopeSpec& spec, const TensorArgs& a, bool backward = false) const;
+  KernelStatus call(const RopeSpec& spec, const TensorArgs& a, bool backward) const;
   // One line: the call's value the plugin refused and the descriptor field that would exclude it
   // (mismatch.cpp).
   std::string mismatch_hint(const RopeSpec& spec, const TensorArgs& a) const;

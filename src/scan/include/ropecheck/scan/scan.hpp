@@ -52,6 +52,10 @@ struct ScanOptions {
   unsigned threads = 1;
   std::int64_t chunk_vectors = 1024;  // head vectors per chunk (>= 1)
   int max_failures = 10;              // findings kept
+  // x is an upstream gradient g and y the backward's grad_x = s R(m)^T g = s R(-m) g: every
+  // position is negated before the oracle and the bound see it (and in the findings, which name
+  // the negated positions).
+  bool backward = false;
 };
 
 struct PairResult {
