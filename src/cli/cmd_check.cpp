@@ -76,6 +76,7 @@
 #include "ropecheck/reference/oracle.hpp"
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"
+#include "ropecheck/scan/fused.hpp"
 #include "ropecheck/scan/scan.hpp"
 #include "ropecheck/tensorio/tensorio.hpp"
 #include "ropecheck/verify/verify.hpp"
@@ -111,38 +112,16 @@ Keys read_spec_json(const std::string& path) {
 // ---- spec keys -> spec and declared policy ------------------------------------------------------
 
 void warn_unknown_keys(const Keys& k) {
-  static const std::set<std::string> known = {"layout",
-                                              "head_dim",
-                                              "rotary_dim",
-                                              "base",
-                                              "scale",
-                                              "sections",
-                                              "scaling",
-                                              "factor",
-                                              "original_max_position_embeddings",
-                                              "max_position_embeddings",
-                                              "seq_len",
-                                              "beta_fast",
-                                              "beta_slow",
-                                              "truncate",
-                                              "mscale",
-                                              "mscale_all_dim",
-                                              "attention_factor",
-                                              "low_freq_factor",
-                                              "high_freq_factor",
-                                              "short_factor",
-                                              "long_factor",
-                                              "freq_factors",
-                                              "tensor_layout",
-                                              "angle_precision",
-                                              "table_precision",
-                                              "arithmetic_precision",
-                                              "angle_recipe",
-                                              "fused",
-                                              "trig_error",
-                                              "table_rounding",
-                                              "output_rounding",
-                                              "trig_argument"};
+  static const std::set<std::string> known = {
+      "layout", "head_dim", "rotary_dim", "base", "scale", "sections", "scaling", "factor",
+      "original_max_position_embeddings", "max_position_embeddings", "seq_len", "beta_fast",
+      "beta_slow", "truncate", "mscale", "mscale_all_dim", "attention_factor", "low_freq_factor",
+      "high_freq_factor", "short_factor", "long_factor", "freq_factors", "tensor_layout",
+      "angle_precision", "table_precision", "arithmetic_precision", "angle_recipe", "fused",
+      "trig_error", "table_rounding", "output_rounding", "trig_argument",
+      // the fused RoPE + FP8 cache-write chain
+      "fp8_format", "fp8_overflow", "scale_convention", "scale_granularity", "intermediate",
+      "cache_layout", "cache_row_offset"};
   for (const auto& kv : k)
     if (!known.count(kv.first))
       std::cerr << "ropecheck check: note: ignoring unknown spec key '" << kv.first << "'\n";
@@ -547,7 +526,140 @@ std::vector<PairResult> check_pairs(const CheckOptions& o, const Inputs& in, con
   return results;
 }
 
+// ---- fused RoPE + FP8 quantization + cache write (scan/fused.hpp) ------------------------------
+
+// The declared chain from the keys (fused.hpp); a missing or unknown value is a usage error.
+scan::FusedChain fused_chain(const Keys& k) {
+  const auto get = [&](const char* key, const char* def) -> std::string {
+    const auto it = k.find(key);
+    if (it != k.end()) return it->second;
+    if (def) return def;
+    throw UsageError(std::string("a fused cache dump must declare '") + key + "'");
+  };
+  scan::FusedChain c;
+  const auto fmt = parse_fp8_format(get("fp8_format", nullptr));
+  if (!fmt) throw UsageError("fp8_format must be e4m3fn, e4m3fnuz or e5m2");
+  c.format = *fmt;
+  const auto ov = parse_fp8_overflow(get("fp8_overflow", "saturate"));
+  if (!ov || (*ov == Fp8Overflow::inf && c.format != Fp8Format::e5m2))
+    throw UsageError("fp8_overflow must be saturate or nan (inf: e5m2 only)");
+  c.overflow = *ov;
+  const std::string conv = get("scale_convention", nullptr);
+  if (conv != "multiply" && conv != "divide")
+    throw UsageError("scale_convention must be multiply or divide");
+  c.divide = conv == "divide";
+  const std::string g = get("scale_granularity", nullptr);
+  if (g == "per_tensor")
+    c.granularity = scan::ScaleGranularity::tensor;
+  else if (g == "per_head")
+    c.granularity = scan::ScaleGranularity::head;
+  else if (g == "per_token_head")
+    c.granularity = scan::ScaleGranularity::token_head;
+  else
+    throw UsageError("scale_granularity must be per_tensor, per_head or per_token_head");
+  const std::string im = get("intermediate", "none");
+  if (im != "none") {
+    const auto d = parse_dtype(im);
+    if (!d || *d == Dtype::f64) throw UsageError("intermediate must be none, f32, f16 or bf16");
+    c.intermediate = *d;
+  }
+  const std::string lay = get("cache_layout", "shd");
+  if (lay != "shd" && lay != "sd") throw UsageError("cache_layout must be shd or sd");
+  c.one_head_rows = lay == "sd";
+  try {
+    c.row_offset = std::stoll(get("cache_row_offset", "0"));
+  } catch (const std::exception&) {
+    throw UsageError("cache_row_offset must be an integer");
+  }
+  return c;
+}
+
+int run_fused(const CheckOptions& o) {
+  tio::Limits lim;
+  lim.max_bytes = o.max_bytes;
+  const tio::TensorFileRef f = tio::open_safetensors(o.tensors, lim);
+  Keys keys = f.metadata;
+  if (!o.spec.empty())
+    for (const auto& [k, v] : read_spec_json(o.spec)) keys[k] = v;
+  scan::FusedTensors t;
+  for (auto [name, into] : {std::pair{"x", &t.x},
+                            {"positions", &t.positions},
+                            {"slot_mapping", &t.slot_mapping},
+                            {"cache_before", &t.cache_before},
+                            {"cache_after", &t.cache_after},
+                            {"scale", &t.scale}}) {
+    const tio::TensorRef* r = f.find(name);
+    if (!r)
+      throw UsageError(o.tensors + ": a fused cache dump needs a tensor named '" + name + "'");
+    *into = *r;
+  }
+  const scan::FusedChain chain = fused_chain(keys);
+  for (const auto* k : {&t.cache_before, &t.cache_after})
+    if (k->type_name != "U8" && parse_fp8_format(k->type_name) != chain.format &&
+        !(k->type_name == "F8_E4M3" && chain.format == Fp8Format::e4m3fnuz))
+      throw UsageError("tensor '" + k->name + "' is " + k->type_name + ", declared fp8_format " +
+                       name(chain.format));
+  if (t.x.shape.empty()) throw UsageError("tensor 'x' is a scalar");
+  const auto d = dtype_of_elem(t.x.type);
+  if (!d) throw UsageError("tensor 'x' must be F64/F32/F16/BF16, is " + t.x.type_name);
+  const Resolved r = resolve(keys, t.x.shape.back(), t.x.shape.size(), o.hf.read());
+  ref::set_precision_bits(ref::default_bits(*d));
+  const ref::Oracle oracle(r.spec,
+                           o.oracle == "mpfr" ? ref::OracleMode::mpfr : ref::OracleMode::fast);
+  const verify::PairChecker checker(r.policy, r.spec, *d);
+  scan::FusedResult res;
+  try {
+    res = scan::check_fused(t, chain, checker, oracle, o.max_failures);
+  } catch (const scan::FusedError& e) {
+    throw UsageError(o.tensors + ": " + e.what());
+  }
+  std::cout << "ropecheck check: " << o.tensors
+            << " (fused RoPE + FP8 quantization + cache write)\n"
+            << "spec: " << describe(r.spec) << ", input dtype " << name(*d) << "\n"
+            << "declared policy: " << describe(r.policy) << "\n"
+            << "declared chain: " << scan::describe(chain) << "\n\n"
+            << res.written_tokens << " of " << res.tokens << " token(s) write a slot; "
+            << res.elements << " element(s) checked, " << res.wrong << " outside the accepted range"
+            << (res.wrong ? " (up to " : "")
+            << (res.wrong ? std::to_string(res.max_ulps) + " fp8 ulps)" : "") << "; " << res.ties
+            << " with more than one byte accepted (the derived bound spans a rounding boundary: "
+               "near a tie, or a long position's angle error); "
+            << res.overflowed << " past the format's max; " << res.unaddressed_changed
+            << " byte(s) changed in slots no token addresses; " << res.unchecked_bytes
+            << " byte(s) of addressed rows outside the RoPE slice not checked\n";
+  for (const auto& l : res.findings) std::cout << "FAIL " << l << "\n";
+  std::cout << (res.passed() ? "\nPASS" : "\nFAIL")
+            << ": each stored byte is the declared chain's image of the exact rotation within "
+               "its derived bound\n";
+  if (!o.out_dir.empty()) {
+    std::filesystem::create_directories(o.out_dir);
+    const nlohmann::json doc{{"command", "check"},
+                             {"source", o.tensors},
+                             {"fused_chain", scan::describe(chain)},
+                             {"elements", res.elements},
+                             {"wrong", res.wrong},
+                             {"max_fp8_ulps", res.max_ulps},
+                             {"near_boundary", res.ties},
+                             {"overflowed", res.overflowed},
+                             {"unaddressed_bytes_changed", res.unaddressed_changed},
+                             {"findings", res.findings},
+                             {"passed", res.passed()}};
+    reports::atomic_write(std::filesystem::path(o.out_dir) / "check.json", doc.dump(2) + "\n");
+  }
+  std::cout.flush();
+  return res.passed() ? 0 : 1;
+}
+
 int run_check(const CheckOptions& o) {
+  if (!o.tensors.empty() && o.input.empty() && o.output.empty() && o.positions.empty()) {
+    tio::Limits lim;
+    lim.max_bytes = o.max_bytes;
+    try {
+      if (tio::open_safetensors(o.tensors, lim).find("cache_after")) return run_fused(o);
+    } catch (const tio::FormatError&) {
+      // not a safetensors file: read_inputs below says what it is
+    }
+  }
   Inputs in = read_inputs(o);
   const Resolved r = resolve_inputs(o, in);
   const auto& x0 = in.pairs.front().second.first;

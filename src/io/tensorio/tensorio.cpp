@@ -53,11 +53,11 @@ struct StDtype {
 };
 // Every dtype of the safetensors format, so files with extra tensors (masks, ids) still parse.
 constexpr StDtype kStDtypes[] = {
-    {"F64", ElemType::f64, 8},    {"F32", ElemType::f32, 4},       {"F16", ElemType::f16, 2},
-    {"BF16", ElemType::bf16, 2},  {"I64", ElemType::i64, 8},       {"I32", ElemType::i32, 4},
-    {"BOOL", ElemType::other, 1}, {"U8", ElemType::other, 1},      {"I8", ElemType::other, 1},
-    {"I16", ElemType::other, 2},  {"U16", ElemType::other, 2},     {"U32", ElemType::other, 4},
-    {"U64", ElemType::other, 8},  {"F8_E4M3", ElemType::other, 1}, {"F8_E5M2", ElemType::other, 1},
+    {"F64", ElemType::f64, 8},    {"F32", ElemType::f32, 4},    {"F16", ElemType::f16, 2},
+    {"BF16", ElemType::bf16, 2},  {"I64", ElemType::i64, 8},    {"I32", ElemType::i32, 4},
+    {"BOOL", ElemType::other, 1}, {"U8", ElemType::u8, 1},      {"I8", ElemType::other, 1},
+    {"I16", ElemType::other, 2},  {"U16", ElemType::other, 2},  {"U32", ElemType::other, 4},
+    {"U64", ElemType::other, 8},  {"F8_E4M3", ElemType::u8, 1}, {"F8_E5M2", ElemType::u8, 1},
 };
 
 std::vector<unsigned char> read_file(const std::string& path, const Limits& limits) {
@@ -105,6 +105,8 @@ const char* name(ElemType t) {
       return "i32";
     case ElemType::other:
       return "other";
+    case ElemType::u8:
+      return "u8";
   }
   return "?";
 }
@@ -120,6 +122,8 @@ int elem_bytes(ElemType t) {
     case ElemType::f16:
     case ElemType::bf16:
       return 2;
+    case ElemType::u8:
+      return 1;
     case ElemType::other:
       return 0;
   }
@@ -156,6 +160,7 @@ double decode(ElemType t, const unsigned char* p) {
     }
     case ElemType::i64:
     case ElemType::i32:
+    case ElemType::u8:
       return static_cast<double>(decode_int(t, p));
     case ElemType::other:
       break;
@@ -169,6 +174,7 @@ std::int64_t decode_int(ElemType t, const unsigned char* p) {
     std::memcpy(&v, p, 8);
     return v;
   }
+  if (t == ElemType::u8) return *p;
   if (t == ElemType::i32) {
     std::int32_t v;
     std::memcpy(&v, p, 4);
@@ -402,8 +408,9 @@ void write_safetensors(const std::string& path, const TensorFile& f) {
   std::vector<const Tensor*> parts;
   for (const auto& t : f.tensors) {
     const char* dt = nullptr;
-    for (const auto& d : kStDtypes)
-      if (d.type == t.type && d.type != ElemType::other) dt = d.name;
+    for (const auto& d : kStDtypes)  // the tensor's own label first (U8 / F8_E4M3 / F8_E5M2)
+      if (d.type == t.type && d.type != ElemType::other && (!dt || t.type_name == d.name))
+        dt = d.name;
     if (!dt) throw FormatError(path + ": cannot write tensor '" + t.name + "' of this type");
     h[t.name] = {{"dtype", dt}, {"shape", t.shape}, {"data_offsets", {off, off + t.data.size()}}};
     off += t.data.size();

@@ -29,7 +29,7 @@ from ._ropecheck import Policy, Spec
 
 __all__ = ["Spec", "Policy", "reference", "check", "assert_rope", "validate", "report",
            "CheckResult", "Failure", "ValidationResult", "ReportResult", "executable", "save_dump", "apply_kernel",
-           "kernel_names", "kernel_policy"]
+           "kernel_names", "kernel_policy", "Fp8Bytes"]
 
 _DTYPES = ("f64", "f32", "f16", "bf16")
 _LAYOUTS = ("interleaved", "half", "proportional", "mrope", "imrope", "axial")
@@ -284,28 +284,65 @@ def _metadata(spec, policy, tensor_layout):
     return md
 
 
-def save_dump(path, *, positions, spec, policy=None, tensor_layout=None, **tensors):
+class Fp8Bytes:
+    """An FP8 tensor's bytes (NumPy / torch uint8, any shape) labelled with its format, for
+    save_dump: "e4m3fn" and "e4m3fnuz" are written as safetensors F8_E4M3, "e5m2" as F8_E5M2
+    (what they mean is the dump's declared fp8_format). PyTorch builds with float8 dtypes can pass
+    their float8 tensors to save_dump directly."""
+
+    def __init__(self, data, fmt):
+        if fmt not in ("e4m3fn", "e4m3fnuz", "e5m2"):
+            raise ValueError(f"Fp8Bytes: format '{fmt}' is not e4m3fn, e4m3fnuz or e5m2")
+        a = data.detach().cpu().numpy() if _is_torch(data) else np.asarray(data)
+        if a.dtype != np.uint8:
+            raise TypeError(f"Fp8Bytes: the bytes must be uint8, got {a.dtype}")
+        self.data, self.st = np.ascontiguousarray(a), "F8_E5M2" if fmt == "e5m2" else "F8_E4M3"
+
+
+def _dump_entry(name, t):
+    """(raw NumPy array, safetensors dtype) of one tensor of a dump."""
+    if name in ("positions", "slot_mapping"):
+        return _positions_np(t), "I64"
+    if isinstance(t, Fp8Bytes):
+        return t.data, t.st
+    if _is_torch(t):
+        f8 = {getattr(_torch(), n, None): st for n, st in
+              (("float8_e4m3fn", "F8_E4M3"), ("float8_e4m3fnuz", "F8_E4M3"),
+               ("float8_e5m2", "F8_E5M2"))}
+        f8.pop(None, None)
+        if t.dtype in f8:
+            return t.detach().cpu().contiguous().view(_torch().uint8).numpy(), f8[t.dtype]
+        if t.dtype == _torch().uint8:
+            return t.detach().cpu().contiguous().numpy(), "U8"
+    elif np.asarray(t).dtype == np.uint8:
+        return np.ascontiguousarray(t), "U8"
+    raw, d = _raw(t, name)
+    return raw, _ST_DTYPES[d]
+
+
+def save_dump(path, *, positions, spec, policy=None, tensor_layout=None, metadata=None,
+              **tensors):
     """Writes a safetensors dump for `ropecheck check --tensors PATH` without the `safetensors`
     package: the tensors given by name (x and y, or q/q_out and k/k_out, or a backward's grad_y
     and grad_x = s R(m)^T grad_y; torch or NumPy, f64 /
     f32 / f16, bf16 from torch), positions (int64/int32) and the __metadata__ `check` reads (the
-    spec's keys, the declared policy when given, tensor_layout when given). The file is written
-    to a temporary name and renamed, so PATH is never half-written."""
+    spec's keys, the declared policy when given, tensor_layout when given, and the string keys of
+    metadata=, e.g. a fused FP8 cache dump's chain). A fused RoPE + FP8 quantization + cache-write
+    dump gives x, slot_mapping, cache_before, cache_after (Fp8Bytes, uint8, or torch float8) and
+    scale (README, "Fused FP8 cache writes"). The file is written to a temporary name and renamed,
+    so PATH is never half-written."""
     if not tensors:
         raise ValueError("save_dump: give the tensors by name, e.g. x=..., y=...")
     entries = []
     for name, t in list(tensors.items()) + [("positions", positions)]:
-        if name == "positions":
-            raw, st = _positions_np(t), "I64"
-        else:
-            raw, d = _raw(t, name)
-            st = _ST_DTYPES[d]
+        raw, st = _dump_entry(name, t)
         entries.append((name, st, list(raw.shape), raw.tobytes()))
     header, offset = {}, 0
     for name, st, shape, data in entries:
         header[name] = {"dtype": st, "shape": shape, "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
     header["__metadata__"] = _metadata(spec, policy, tensor_layout)
+    header["__metadata__"].update({str(k): str(v) for k, v in (metadata or {}).items()})
     hj = json.dumps(header, separators=(",", ":")).encode()
     hj += b" " * (-len(hj) % 8)  # the data starts 8-byte aligned
     tmp = f"{os.fspath(path)}.tmp{os.getpid()}"

@@ -28,8 +28,11 @@ class FormatError : public std::runtime_error {
 };
 
 // Element types we read for checking (safetensors names F64 F32 F16 BF16 I64 I32; npy <f8 <f4
-// <f2 <i8 <i4). Other valid safetensors dtypes are parsed (sizes checked) but kept as `other`.
-enum class ElemType : int { f64, f32, f16, bf16, i64, i32, other };
+// <f2 <i8 <i4). u8: one raw byte, safetensors U8, F8_E4M3 and F8_E5M2 (an FP8 cache's bytes;
+// what they mean comes from the declared format, ropecheck/fp8.hpp; type_name keeps the label),
+// decoded as the unsigned byte. Other valid safetensors dtypes are parsed (sizes checked) but
+// kept as `other`.
+enum class ElemType : int { f64, f32, f16, bf16, i64, i32, other, u8 };
 const char* name(ElemType t);
 int elem_bytes(ElemType t);  // 0 for other (see Tensor::other_bytes)
 
