@@ -186,14 +186,18 @@ Verdict check(Property p, const Kernel& k, Dtype d, const Options& o) {
       Options vo = o;
       if (vo.id.empty()) vo.id = test_id("Properties", k.name(), d, p);
       Verdict v = check(*f, *view, d, vo);
-      if (v.status == Status::failed || v.status == Status::mismatch)
-        v.message =
-            v.message.rfind(kMismatchPrefix, 0) == 0
-                ? v.message
-                : "backward checked as the rotation by -m (s R(m)^T g = s R(-m) g): the "
-                  "positions below are negated, the backward was called at their negation; the "
-                  "input is the upstream gradient g\n" +
-                      v.message;
+      // The counterexample is the view's: say how to read it. A mismatch keeps its prefix (the
+      // classification) and names apply_backward, which the view's apply() called.
+      const std::string note =
+          "backward checked as the rotation by -m (s R(m)^T g = s R(-m) g): the positions below "
+          "are negated, the backward was called at their negation; the input is the upstream "
+          "gradient g\n";
+      const std::string prefix = kMismatchPrefix;
+      if (v.message.rfind(prefix, 0) == 0)
+        v.message = prefix + "in apply_backward (" + note.substr(0, note.size() - 1) +
+                    "): " + v.message.substr(prefix.size());
+      else if (v.status == Status::failed || v.status == Status::mismatch)
+        v.message = note + v.message;
       return v;
     }
   }

@@ -201,6 +201,36 @@ TEST(Domains, UnsupportedInsideTheDeclaredDomainIsADeclarationMismatch) {
   EXPECT_EQ(v.message.rfind(P::kMismatchPrefix, 0), 0u) << v.message;
 }
 
+// The same lie in a backward: the mismatch names apply_backward and keeps its prefix.
+class BackwardLiesAboutHeadDims final : public Kernel {
+ public:
+  std::string name() const override { return "backward_lies"; }
+  std::string description() const override { return name(); }
+  ropecheck::Policy policy(Dtype t) const override { return ropecheck::zoo::baseline().policy(t); }
+  bool supports(const RopeSpec& s, Dtype t) const override {
+    return ropecheck::zoo::baseline().supports(s, t);
+  }
+  KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
+    return ropecheck::zoo::baseline().apply(s, a);
+  }
+  bool has_backward() const override { return true; }
+  KernelStatus apply_backward(const RopeSpec& s, const TensorArgs& a) const override {
+    if (s.head_dim > 96) return KernelStatus::unsupported;
+    return ropecheck::zoo::baseline().apply_backward(s, a);
+  }
+};
+
+TEST(Domains, UnsupportedInsideTheDeclaredDomainOfABackwardIsADeclarationMismatch) {
+  BackwardLiesAboutHeadDims k;
+  const auto v =
+      P::check(P::Property::BackwardMatchesReferenceWithinBound, k, Dtype::f32, options(200));
+  EXPECT_EQ(v.status, P::Status::mismatch) << v.message;
+  EXPECT_EQ(v.message.rfind(P::kMismatchPrefix, 0), 0u) << v.message;
+  EXPECT_NE(v.message.find("in apply_backward"), std::string::npos) << v.message;
+  const auto f = P::check(P::Property::MatchesReferenceWithinBound, k, Dtype::f32, options(200));
+  EXPECT_EQ(f.status, P::Status::passed) << f.message;  // the forward tells no lie
+}
+
 // Item 5: two compiled code paths of one kernel may round differently (FMA contraction). Without
 // the bitwise declaration LayoutsArePermutations compares within the bound; with it, bit for bit.
 class HalfPathRoundsDifferently final : public Kernel {

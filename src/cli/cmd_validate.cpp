@@ -1057,9 +1057,15 @@ bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptio
   std::map<std::string, std::vector<std::string>> na;
   for (const auto& r : results)
     for (const auto& [p, c] : r.properties)
-      if (c.kind == "not_applicable")
-        na[std::string(props::name(p)) + ": " + c.detail].push_back(std::string(name(r.dtype)) +
-                                                                    " " + name(r.layout));
+      if (c.kind == "not_applicable") {
+        // A kernel without a backward: one line for the ten, not ten.
+        const bool no_backward =
+            props::is_backward_property(p) && c.detail.rfind("no backward", 0) == 0;
+        const std::string what = no_backward ? "Backward* (all ten)" : props::name(p);
+        auto& cfgs = na[what + ": " + c.detail];
+        const std::string cfg = std::string(name(r.dtype)) + " " + name(r.layout);
+        if (std::find(cfgs.begin(), cfgs.end(), cfg) == cfgs.end()) cfgs.push_back(cfg);
+      }
   if (!na.empty()) std::cout << "\nnot applicable (follows from the declaration):\n";
   for (const auto& [what, cfgs] : na) {
     std::cout << "  " << what << " [";
