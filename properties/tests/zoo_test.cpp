@@ -197,6 +197,7 @@ TEST(BugZoo, EveryMutantIsCaughtByItsNamedProperties) {
   table << std::left << std::setw(34) << "mutant";
   for (auto p : P::all_properties()) {
     std::string n = P::name(p);
+    if (P::is_backward_property(p)) n = "B" + n.substr(8);  // BMatch, BAdjoi, BUndoe, ...
     table << " " << n.substr(0, 6);
   }
   table << "\n";
@@ -205,7 +206,16 @@ TEST(BugZoo, EveryMutantIsCaughtByItsNamedProperties) {
     table << std::left << std::setw(34) << m.name;
     bool all_expected = true, any = false;
     std::string caught_by;
+    // A mutant breaks the forward or the backward, never both: the other half's properties are
+    // not run on it (blank in the table), which keeps the zoo's time (and its ASan run's) in check.
+    const bool backward_mutant =
+        std::all_of(m.expected.begin(), m.expected.end(),
+                    [](P::Property e) { return P::is_backward_property(e); });
     for (auto p : P::all_properties()) {
+      if (P::is_backward_property(p) != backward_mutant) {
+        table << " " << std::setw(6) << "";
+        continue;
+      }
       auto o = zoo_options();
       o.id = "Zoo/" + m.name + "_f32." + std::string(P::name(p));
       if (m.focus_scaling || m.focus_layout) {
