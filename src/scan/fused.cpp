@@ -167,8 +167,8 @@ namespace {
 // One written token's head vectors against the chain (appends findings, counts).
 class TokenChecker {
  public:
-  TokenChecker(const FusedTensors& t, const FusedChain& c, const verify::PairChecker& pc,
-               const reference::Oracle& oracle, const Shape& s, int keep)
+  TokenChecker(const FusedChain& c, const verify::PairChecker& pc, const reference::Oracle& oracle,
+               const Shape& s, int keep)
       : c_(c), pc_(pc), oracle_(oracle), s_(s), keep_(keep) {
     const RopeSpec& spec = pc.spec();
     pair_of_.assign(static_cast<std::size_t>(s.D), -1);
@@ -177,7 +177,6 @@ class TokenChecker {
       pair_of_[a] = pair_of_[b] = i;
     }
     mag_ = reference::magnitude(spec).convert_to<double>();
-    (void)t;
   }
 
   // x: the token's H x D input values; cache: the cache row bytes (H x W) after the call.
@@ -321,7 +320,7 @@ FusedResult check_fused(const FusedTensors& t, const FusedChain& chain,
   FusedResult r;
   r.tokens = s.T;
   std::vector<bool> addressed(static_cast<std::size_t>(s.slots), false);
-  TokenChecker tc(t, chain, checker, oracle, s, max_failures);
+  TokenChecker tc(chain, checker, oracle, s, max_failures);
   for (std::int64_t k = 0; k < s.T; ++k) {
     if (slot[k] < 0) continue;
     ++r.written_tokens;
