@@ -179,19 +179,29 @@ TEST(Domains, NothingSupportedIsACoverageFailureNotAPass) {
   }
 }
 
-// Declarations are contracts: UNSUPPORTED for a spec supports() accepted is a mismatch.
+// Declarations are contracts: UNSUPPORTED for a spec supports() accepted is a mismatch. The lie
+// sits in apply() or, with `in_backward`, in apply_backward() alone.
 class LiesAboutHeadDims final : public Kernel {
  public:
-  std::string name() const override { return "lies"; }
+  explicit LiesAboutHeadDims(bool in_backward = false) : in_backward_(in_backward) {}
+  std::string name() const override { return in_backward_ ? "backward_lies" : "lies"; }
   std::string description() const override { return name(); }
   ropecheck::Policy policy(Dtype t) const override { return ropecheck::zoo::baseline().policy(t); }
   bool supports(const RopeSpec& s, Dtype t) const override {
     return ropecheck::zoo::baseline().supports(s, t);
   }
   KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
-    if (s.head_dim > 96) return KernelStatus::unsupported;  // the declaration said any head_dim
+    if (!in_backward_ && s.head_dim > 96) return KernelStatus::unsupported;  // "any head_dim"
     return ropecheck::zoo::baseline().apply(s, a);
   }
+  bool has_backward() const override { return true; }
+  KernelStatus apply_backward(const RopeSpec& s, const TensorArgs& a) const override {
+    if (in_backward_ && s.head_dim > 96) return KernelStatus::unsupported;
+    return ropecheck::zoo::baseline().apply_backward(s, a);
+  }
+
+ private:
+  bool in_backward_;
 };
 
 TEST(Domains, UnsupportedInsideTheDeclaredDomainIsADeclarationMismatch) {
@@ -202,26 +212,8 @@ TEST(Domains, UnsupportedInsideTheDeclaredDomainIsADeclarationMismatch) {
 }
 
 // The same lie in a backward: the mismatch names apply_backward and keeps its prefix.
-class BackwardLiesAboutHeadDims final : public Kernel {
- public:
-  std::string name() const override { return "backward_lies"; }
-  std::string description() const override { return name(); }
-  ropecheck::Policy policy(Dtype t) const override { return ropecheck::zoo::baseline().policy(t); }
-  bool supports(const RopeSpec& s, Dtype t) const override {
-    return ropecheck::zoo::baseline().supports(s, t);
-  }
-  KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
-    return ropecheck::zoo::baseline().apply(s, a);
-  }
-  bool has_backward() const override { return true; }
-  KernelStatus apply_backward(const RopeSpec& s, const TensorArgs& a) const override {
-    if (s.head_dim > 96) return KernelStatus::unsupported;
-    return ropecheck::zoo::baseline().apply_backward(s, a);
-  }
-};
-
 TEST(Domains, UnsupportedInsideTheDeclaredDomainOfABackwardIsADeclarationMismatch) {
-  BackwardLiesAboutHeadDims k;
+  const LiesAboutHeadDims k(/*in_backward=*/true);
   const auto v =
       P::check(P::Property::BackwardMatchesReferenceWithinBound, k, Dtype::f32, options(200));
   EXPECT_EQ(v.status, P::Status::mismatch) << v.message;

@@ -574,10 +574,7 @@ scan::FusedChain fused_chain(const Keys& k) {
   return c;
 }
 
-int run_fused(const CheckOptions& o) {
-  tio::Limits lim;
-  lim.max_bytes = o.max_bytes;
-  const tio::TensorFileRef f = tio::open_safetensors(o.tensors, lim);
+int run_fused(const CheckOptions& o, const tio::TensorFileRef& f) {
   Keys keys = f.metadata;
   if (!o.spec.empty())
     for (const auto& [k, v] : read_spec_json(o.spec)) keys[k] = v;
@@ -627,6 +624,12 @@ int run_fused(const CheckOptions& o) {
             << res.overflowed << " past the format's max; " << res.unaddressed_changed
             << " byte(s) changed in slots no token addresses; " << res.unchecked_bytes
             << " byte(s) of addressed rows outside the RoPE slice not checked\n";
+  if (res.skipped_nonfinite)
+    std::cout << "note: " << res.skipped_nonfinite
+              << " written head vector(s) with a non-finite input not checked\n";
+  if (res.elements == 0)
+    std::cout << "FAIL coverage: no element was checked (no token writes a slot, or every "
+                 "written input is non-finite): nothing of the chain was exercised\n";
   for (const auto& l : res.findings) std::cout << "FAIL " << l << "\n";
   std::cout << (res.passed() ? "\nPASS" : "\nFAIL")
             << ": each stored byte is the declared chain's image of the exact rotation within "
@@ -642,6 +645,7 @@ int run_fused(const CheckOptions& o) {
                              {"near_boundary", res.ties},
                              {"overflowed", res.overflowed},
                              {"unaddressed_bytes_changed", res.unaddressed_changed},
+                             {"skipped_nonfinite_vectors", res.skipped_nonfinite},
                              {"findings", res.findings},
                              {"passed", res.passed()}};
     reports::atomic_write(std::filesystem::path(o.out_dir) / "check.json", doc.dump(2) + "\n");
@@ -654,11 +658,15 @@ int run_check(const CheckOptions& o) {
   if (!o.tensors.empty() && o.input.empty() && o.output.empty() && o.positions.empty()) {
     tio::Limits lim;
     lim.max_bytes = o.max_bytes;
+    // One header read decides the kind of dump; a read error of the fused check itself is not
+    // caught here (it is exit 2 with its own message, not a retry as an ordinary dump).
+    std::optional<tio::TensorFileRef> f;
     try {
-      if (tio::open_safetensors(o.tensors, lim).find("cache_after")) return run_fused(o);
+      f = tio::open_safetensors(o.tensors, lim);
     } catch (const tio::FormatError&) {
       // not a safetensors file: read_inputs below says what it is
     }
+    if (f && f->find("cache_after")) return run_fused(o, *f);
   }
   Inputs in = read_inputs(o);
   const Resolved r = resolve_inputs(o, in);

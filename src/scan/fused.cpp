@@ -186,7 +186,10 @@ class TokenChecker {
     pc_.bounds_at({pos}, bounds_);
     for (std::int64_t h = 0; h < s_.H; ++h) {
       const double* xv = x + h * s_.D;
-      if (!std::all_of(xv, xv + s_.D, [](double e) { return std::isfinite(e); })) continue;
+      if (!std::all_of(xv, xv + s_.D, [](double e) { return std::isfinite(e); })) {
+        ++r.skipped_nonfinite;
+        continue;
+      }
       rot_.apply(xv, exact_);
       const double scale = scales[static_cast<std::size_t>(
           c_.granularity == ScaleGranularity::tensor ? 0
@@ -302,9 +305,8 @@ FusedResult check_fused(const FusedTensors& t, const FusedChain& chain,
                         const verify::PairChecker& checker, const reference::Oracle& oracle,
                         int max_failures) {
   const Shape s = shape_of(t, chain, checker.spec());
-  if (!t.x.type_name.empty() &&
-      !(t.x.type == tio::ElemType::f64 || t.x.type == tio::ElemType::f32 ||
-        t.x.type == tio::ElemType::f16 || t.x.type == tio::ElemType::bf16))
+  if (t.x.type != tio::ElemType::f64 && t.x.type != tio::ElemType::f32 &&
+      t.x.type != tio::ElemType::f16 && t.x.type != tio::ElemType::bf16)
     throw FusedError("tensor 'x' must be F64/F32/F16/BF16, is " + t.x.type_name);
   if (t.scale.type != tio::ElemType::f32 && t.scale.type != tio::ElemType::f64)
     throw FusedError("tensor 'scale' must be F32 or F64, is " + t.scale.type_name);
@@ -313,6 +315,9 @@ FusedResult check_fused(const FusedTensors& t, const FusedChain& chain,
     if (!(sc > 0) || !std::isfinite(sc))
       throw FusedError("every scale must be finite and > 0, got " + num(sc));
   const std::vector<std::int64_t> pos = read_ints(t.positions, "positions");
+  for (std::int64_t m : pos)  // the oracle's contract (oracle.hpp)
+    if (m <= -(std::int64_t{1} << 62) || m >= (std::int64_t{1} << 62))
+      throw FusedError("position " + std::to_string(m) + " is outside |m| < 2^62");
   const std::vector<std::int64_t> slot = slots_of(t, s);
   const std::vector<double> x = read_values(t.x);
   const std::vector<unsigned char> before = read_all(t.cache_before),

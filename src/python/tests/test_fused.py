@@ -202,3 +202,28 @@ def test_bad_fused_dumps_exit_2(tmp_path):
     path = make_dump(tmp_path, "fmt", declare={"fp8_format": "e5m2"})
     code, out = run(path)
     assert code == 2 and "declared fp8_format e5m2" in out, out
+
+
+def small_dump(tmp_path, name, positions, slots):
+    spec = rc.Spec(head_dim=64, rotary_dim=64, base=1e4, layout="half")
+    cache = rc.Fp8Bytes(np.zeros((4, 1, 64), np.uint8), "e4m3fn")
+    meta = {"fp8_format": "e4m3fn", "scale_convention": "multiply",
+            "scale_granularity": "per_tensor"}
+    path = tmp_path / f"{name}.safetensors"
+    rc.save_dump(path, positions=torch.tensor(positions), spec=spec, policy=F32, metadata=meta,
+                 x=torch.ones(len(positions), 1, 64).bfloat16(),
+                 slot_mapping=torch.tensor(slots), cache_before=cache, cache_after=cache,
+                 scale=torch.tensor(1.0))
+    return path
+
+
+def test_a_dump_that_checked_nothing_is_not_a_pass(tmp_path):
+    # Every token padding (-1): the cache is rightly unchanged, but no byte of the chain was
+    # checked: exit 1 with a coverage failure, never PASS.
+    code, out = run(small_dump(tmp_path, "empty", [0, 1], [-1, -1]))
+    assert code == 1 and "FAIL coverage: no element was checked" in out, out
+
+
+def test_position_outside_the_oracle_contract_exits_2(tmp_path):
+    code, out = run(small_dump(tmp_path, "far", [2 ** 62], [0]))
+    assert code == 2 and "outside |m| < 2^62" in out, out

@@ -9,9 +9,12 @@
 //   e5m2      5 exponent bits (bias 15), 2 mantissa bits; IEEE-like: inf = S.11111.00, NaN above;
 //             max 57344; smallest subnormal 2^-16. safetensors F8_E5M2, torch.float8_e5m2.
 // Overflow: the value is rounded to nearest-even on the format's grid extended above its largest
-// finite value; a result above it is then clamped to +-max (saturate: CUDA __nv_cvt_*_satfinite,
-// most fused kernels), NaN (PyTorch's .to(float8_e4m3fn): 480 and above become NaN), or +-inf
-// (e5m2 only, PyTorch's .to(float8_e5m2)).
+// finite value; a result above it is then clamped to +-max (saturate: CUDA's satfinite
+// conversions, most fused kernels), NaN, or +-inf (e5m2 only). `nan` is a model of PyTorch's
+// .to(float8_e4m3fn), read (not run: Debian's torch 1.13 has no float8) in
+// c10/util/Float8_e4m3fn.h fp8e4m3fn_from_fp32_value (now torch/headeronly/util/), found in stored
+// copies without a pinned commit: inputs >= 480.0f give 0x7F (NaN), and (464, 480) round to 480's
+// code, also 0x7F; the same as rounding on the extended grid and mapping above 448 to NaN.
 #pragma once
 
 #include <cstdint>

@@ -75,8 +75,11 @@ struct FusedResult {
   std::int64_t overflowed = 0;           // elements whose chain image is past the format's max
   std::int64_t unaddressed_changed = 0;  // bytes of rows no token addresses that changed
   std::int64_t unchecked_bytes = 0;      // bytes of addressed rows outside the RoPE slice
+  std::int64_t skipped_nonfinite = 0;    // written head vectors whose input is not finite
   std::vector<std::string> findings;     // the first few, located
-  bool passed() const { return wrong == 0 && unaddressed_changed == 0; }
+  // No element checked (no token writes a slot, or every written input is non-finite) is not a
+  // pass: nothing of the chain was exercised.
+  bool passed() const { return elements > 0 && wrong == 0 && unaddressed_changed == 0; }
 };
 
 FusedResult check_fused(const FusedTensors& t, const FusedChain& chain,
