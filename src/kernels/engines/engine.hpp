@@ -79,6 +79,15 @@ void rotate_f32(const RopeSpec& spec, const TensorArgs& a, Trig trig, Rot rot) {
   }
 }
 
+// What the two CUDA engine models (flashinfer, ggml_cuda) share: the declared trig error of PTX
+// sin.approx / cos.approx, 2^-20.5 absolute on [-2 pi, 2 pi] = 11.31 u_f32 (rounded up), and why
+// neither is checked against its real code.
+inline constexpr double kPtxApproxTrigErrorU32 = 11.32;
+inline constexpr const char* kCudaUnchecked =
+    "not checked against the real code: it runs on an NVIDIA GPU only and none is available here "
+    "(no golden set can be made); the model's steps are read from the source and its error terms "
+    "from the PTX ISA";
+
 // The CUDA engines' rotation (ggml_cuda, flashinfer): per token, cuda_fast_sincos of
 // fl32(float(position) * inv_freq[i]) (float(pos): one rounding above 2^24), then rotate_f32 with
 // the engine's contraction.

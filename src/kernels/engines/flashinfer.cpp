@@ -69,9 +69,7 @@ class FlashInferKernel final : public EngineBase {
     return {"FlashInfer (CUDA, apply_rope_pos_ids)",
             "flashinfer-ai/flashinfer include/flashinfer/pos_enc.cuh @ "
             "fb28d7242b3506a2348265962041acc1fb56cca4",
-            "not checked against the real code: it runs on an NVIDIA GPU only and none is "
-            "available here (no golden set can be made); the model's steps are read from the "
-            "source and its error terms from the PTX ISA",
+            kCudaUnchecked,
             "GPU fast-math modelled: __sincosf's argument scaled into f32 turns is reproduced, "
             "sin.approx/cos.approx (2^-20.5 abs), lg2.approx/ex2.approx (__powf) and the fast "
             "division are replaced by correctly rounded values and covered by the declared policy "
@@ -85,7 +83,7 @@ class FlashInferKernel final : public EngineBase {
              true,
              "CUDA -use_fast_math: __powf inv_freq, __sincosf (argument in f32 turns), f32 FMA "
              "rotation, f16/bf16 stored once (round to nearest even)",
-             11.32};  // PTX sin.approx: 2^-20.5 absolute = 11.31 u_f32
+             kPtxApproxTrigErrorU32};
     p.trig_argument = TrigArgument::turns_f32;
     return p;
   }

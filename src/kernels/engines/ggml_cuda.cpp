@@ -59,9 +59,7 @@ class GgmlCudaKernel final : public GgmlBackend {
   Provenance provenance() const override {
     return {"llama.cpp / ggml CUDA backend (ggml_rope_ext)",
             "ggml-org/ggml src/ggml-cuda/rope.cu @ d99724f2b141fed9e1a9f402213506c081433465",
-            "not checked against the real code: it runs on an NVIDIA GPU only and none is "
-            "available here (no golden set can be made); the model's steps are read from the "
-            "source and its error terms from the PTX ISA",
+            kCudaUnchecked,
             "GPU fast-math modelled: __cosf/__sinf's argument scaled into f32 turns is "
             "reproduced, cos.approx/sin.approx (2^-20.5 abs) and __powf's lg2.approx/ex2.approx "
             "are replaced by correctly rounded values and covered by the declared policy "
@@ -75,7 +73,7 @@ class GgmlCudaKernel final : public GgmlBackend {
              true,
              "CUDA -use_fast_math: __powf(theta_scale, i), __cosf/__sinf (argument in f32 turns), "
              "f32 FMA rotation; f16 widened exactly and rounded once; int32 positions",
-             11.32};  // PTX cos.approx / sin.approx: 2^-20.5 absolute = 11.31 u_f32
+             kPtxApproxTrigErrorU32};
     p.trig_argument = TrigArgument::turns_f32;
     return p;
   }
