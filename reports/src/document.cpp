@@ -43,6 +43,11 @@ void ResultStats::merge(const ResultStats& later) {
   for (int q = 0; q < kOctaves; ++q) octaves[q].merge(later.octaves[q]);
   for (int q = 0; q < kUlpBins; ++q) hist[q] += later.hist[q];
   specs_supported += later.specs_supported;
+  if (fp8.empty())
+    fp8 = later.fp8;
+  else
+    for (std::size_t f = 0; f < fp8.size() && f < later.fp8.size(); ++f)
+      for (int bi = 0; bi < kNumBuckets; ++bi) fp8[f].buckets[bi].merge(later.fp8[f].buckets[bi]);
 }
 
 namespace {
@@ -198,6 +203,30 @@ json buckets_json(const std::array<ErrorStats, kNumBuckets>& buckets, const Wors
   return a;
 }
 
+namespace {
+
+// One format's FP8 cache-byte figures per non-empty bucket (counts: shards merge them exactly).
+json fp8_json(const ResultStats::Fp8& f) {
+  json j{{"format", name(f.format)}, {"buckets", json::array()}};
+  for (int bi = 0; bi < kNumBuckets; ++bi) {
+    const Fp8Stats& s = f.buckets[bi];
+    if (!s.elements) continue;
+    const auto share = [&s](std::int64_t n) { return num(static_cast<double>(n) / s.elements); };
+    j["buckets"].push_back({{"bucket", kBuckets[bi].name},
+                            {"elements", s.elements},
+                            {"differ", s.differ},
+                            {"differ_share", share(s.differ)},
+                            {"max_ulps", s.max_ulps},
+                            {"undetermined", s.undetermined},
+                            {"undetermined_share", share(s.undetermined)},
+                            {"outside", s.outside},
+                            {"overflowed", s.overflowed}});
+  }
+  return j;
+}
+
+}  // namespace
+
 void put_result_figures(json& r, const ResultStats& s, const WorstJson& worst, bool merge_state) {
   r["specs_supported"] = s.specs_supported;
   r["buckets"] = buckets_json(s.buckets, worst, merge_state);
@@ -214,6 +243,10 @@ void put_result_figures(json& r, const ResultStats& s, const WorstJson& worst, b
                             {"max_pair_u", num(oc.max_pair_u)},
                             {"rms_pair_u", num(std::sqrt(oc.sum_pair2 / oc.n_pairs))},
                             {"sum_pair2", oc.sum_pair2.str()}});
+  }
+  if (!s.fp8.empty()) {
+    r["fp8"] = json::array();
+    for (const auto& f : s.fp8) r["fp8"].push_back(fp8_json(f));
   }
 }
 
@@ -329,6 +362,33 @@ const char* kDefinitions[][2] = {
      "1/2) (the floor keeps a change from 0 to a rounding-level error from counting)"},
 };
 
+// What results[].fp8 means (report --fp8): the chain and each figure.
+json fp8_block(const Options& o) {
+  std::ostringstream chain;
+  chain << "each output element in its dtype -> f32 -> " << (o.fp8_divide ? "/" : "*") << " scale "
+        << o.fp8_scale << " (per tensor, f32, one rounding) -> FP8 nearest-even, "
+        << "overflow " << name(o.fp8_overflow);
+  return {
+      {"chain", chain.str()},
+      {"definitions",
+       {{"ideal",
+         "the exact output times the exact scale, rounded once into the format (what a "
+         "kernel with an exact rotation and an exact scale step would store)"},
+        {"differ",
+         "elements whose byte (the kernel's output through the chain) differs in value "
+         "from the ideal; max_ulps: the largest distance, in fp8 ulps (finite values)"},
+        {"undetermined",
+         "elements whose accepted range (the chain's images of exact -+ P, P the kernel's derived "
+         "pre-storage bound per pair) holds more than one byte: how far the kernel's declared "
+         "policy leaves its FP8 cache bytes open"},
+        {"outside",
+         "elements whose byte lies outside the accepted range: the kernel broke its derived bound "
+         "(Fp8BytesWithinBound fails)"},
+        {"overflowed",
+         "elements whose exact scaled value is past the format's largest finite "
+         "value (the scale is too large for these outputs)"}}}};
+}
+
 json options_json(const Plan& p) {
   const Options& o = p.main.o;
   json opt;
@@ -344,6 +404,12 @@ json options_json(const Plan& p) {
   opt["safe_budget_u"] = o.safe_budget_u;
   opt["variants"] = !p.variants.empty();
   if (o.spec) opt["spec"] = describe(*o.spec);
+  if (!o.fp8.empty()) {
+    for (Fp8Format f : o.fp8) opt["fp8"]["formats"].push_back(name(f));
+    opt["fp8"]["scale"] = o.fp8_scale;
+    opt["fp8"]["convention"] = o.fp8_divide ? "divide" : "multiply";
+    opt["fp8"]["overflow"] = name(o.fp8_overflow);
+  }
   return opt;
 }
 
@@ -388,6 +454,8 @@ Accumulated accumulate(const Plan& p, const Executed& ex) {
   const std::size_t nvk = p.variants.empty() ? 0 : p.variants.front().kernels.size();
   Accumulated acc;
   acc.results.resize(nk * nd);
+  for (auto& r : acc.results)
+    for (Fp8Format f : p.main.o.fp8) r.fp8.push_back({f, {}});
   acc.variants.resize(p.variants.size() * nvk * nd);
   acc.variant_swept.assign(acc.variants.size(), 0);
   for (std::size_t i = 0; i < ex.units.size(); ++i) {
@@ -400,6 +468,8 @@ Accumulated accumulate(const Plan& p, const Executed& ex) {
         r.buckets[w->bucket].merge(sweep->stats[k]);
         for (int q = 0; q < kOctaves; ++q) r.octaves[q].merge(sweep->oct[k][q]);
         for (int q = 0; q < kUlpBins; ++q) r.hist[q] += sweep->stats[k].hist[q];
+        for (std::size_t f = 0; f < r.fp8.size(); ++f)
+          r.fp8[f].buckets[w->bucket].merge(sweep->fp8[k][f]);
       }
     } else if (const auto* v = std::get_if<VariantSweepUnit>(&ex.units[i])) {
       for (std::size_t k = 0; k < nvk; ++k) {
@@ -513,6 +583,7 @@ json document(const Plan& p, const Executed& ex) {
   const Accumulated acc = accumulate(p, ex);
   doc["results"] = results_json(p, acc);
   doc["variants"] = variants_json(p, ex, acc);
+  if (!o.fp8.empty()) doc["fp8"] = fp8_block(o);
   if (!p.variants.empty())
     doc["dynamic_composition"] = dynamic_composition_json(dynamic_composition());
   put_searches(doc, p, ex);
@@ -814,6 +885,38 @@ int add_special_value_checks(json& doc) {
   return violations;
 }
 
+// Fp8BytesWithinBound[format] per main kernel x dtype x format (report --fp8): every FP8 byte of
+// the kernel's output inside the chain's image of exact -+ its derived pre-storage bound; returns
+// how many kernel x dtype x format failed.
+int add_fp8_checks(json& doc) {
+  int outside_any = 0;
+  for (const auto& r : doc["results"]) {
+    if (!r.contains("fp8")) continue;
+    for (const auto& f : r["fp8"]) {
+      std::int64_t n = 0, outside = 0, differ = 0, undetermined = 0, max_ulps = 0;
+      for (const auto& b : f["buckets"]) {
+        n += b["elements"].get<std::int64_t>();
+        outside += b["outside"].get<std::int64_t>();
+        differ += b["differ"].get<std::int64_t>();
+        undetermined += b["undetermined"].get<std::int64_t>();
+        max_ulps = std::max(max_ulps, b["max_ulps"].get<std::int64_t>());
+      }
+      outside_any += outside > 0;
+      std::ostringstream msg;
+      msg << outside << " of " << n << " bytes outside the chain image of the derived bound; "
+          << differ << " differ from the correctly rounded byte (max " << max_ulps << " fp8 ulps), "
+          << undetermined << " not determined by the bound";
+      doc["checks"].push_back(
+          {{"kernel", r["kernel"]},
+           {"dtype", r["dtype"]},
+           {"check", "Fp8BytesWithinBound[" + f["format"].get<std::string>() + "]"},
+           {"passed", outside == 0},
+           {"message", msg.str()}});
+    }
+  }
+  return outside_any;
+}
+
 }  // namespace
 
 void add_checks(json& doc) {
@@ -821,8 +924,11 @@ void add_checks(json& doc) {
   int bound_exceeded = add_bound_checks(doc);  // the variants' checks come after the main ones
   bound_exceeded += add_variant_bound_checks(doc);
   const int violations = add_special_value_checks(doc);
+  const bool fp8 = doc.contains("fp8");
+  const int fp8_outside = fp8 ? add_fp8_checks(doc) : 0;
   doc["summary"] = {{"bound_exceeded_kernel_dtypes", bound_exceeded},
                     {"special_value_violations", violations}};
+  if (fp8) doc["summary"]["fp8_outside_kernel_dtypes"] = fp8_outside;
   add_headline(doc);
 }
 

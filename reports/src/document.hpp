@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 namespace ropecheck::reports::detail {
 
@@ -28,6 +29,11 @@ struct ResultStats {
   std::array<OctaveStats, kOctaves> octaves;
   std::array<std::int64_t, kUlpBins> hist{};  // over every bucket
   std::int64_t specs_supported = 0;           // specs the kernel ran on
+  struct Fp8 {
+    Fp8Format format;
+    std::array<Fp8Stats, kNumBuckets> buckets;
+  };
+  std::vector<Fp8> fp8;  // per Options::fp8 format (empty: no FP8 section)
   void merge(const ResultStats& later);
 };
 
@@ -39,7 +45,7 @@ using WorstJson = std::function<nlohmann::json(int bucket, const WorstCase& w, b
 // reports only; most of their size).
 nlohmann::json buckets_json(const std::array<ErrorStats, kNumBuckets>& buckets,
                             const WorstJson& worst, bool merge_state);
-// Sets r's "specs_supported", "buckets", "ulp_histogram" and "octaves".
+// Sets r's "specs_supported", "buckets", "ulp_histogram", "octaves" and (with FP8 formats) "fp8".
 void put_result_figures(nlohmann::json& r, const ResultStats& s, const WorstJson& worst,
                         bool merge_state);
 

@@ -159,6 +159,22 @@ detail::ResultStats result_stats(const json& x, ShardWorst& worst) {
         oc);
   }
   fold_buckets(x, s.buckets, worst);
+  if (x.contains("fp8"))
+    for (const auto& f : x.at("fp8")) {
+      const auto fmt = parse_fp8_format(f.at("format").get<std::string>());
+      if (!fmt) fail("a result holds an unknown FP8 format");
+      detail::ResultStats::Fp8 r{*fmt, {}};
+      for (const auto& b : f.at("buckets")) {
+        Fp8Stats& st = r.buckets[static_cast<std::size_t>(bucket_index(b))];
+        st.elements = b.at("elements").get<std::int64_t>();
+        st.differ = b.at("differ").get<std::int64_t>();
+        st.max_ulps = b.at("max_ulps").get<std::int64_t>();
+        st.undetermined = b.at("undetermined").get<std::int64_t>();
+        st.outside = b.at("outside").get<std::int64_t>();
+        st.overflowed = b.at("overflowed").get<std::int64_t>();
+      }
+      s.fp8.push_back(r);
+    }
   return s;
 }
 

@@ -26,6 +26,17 @@ void validate(const Options& o) {
     fail("--ref-bits must be in [64, 100000]");
   if (!(o.safe_budget_u > 0) || !std::isfinite(o.safe_budget_u))
     fail("--safe-budget-u must be finite and > 0");
+  if (!(o.fp8_scale > 0) || !std::isfinite(o.fp8_scale) || o.fp8_scale > 0x1p100 ||
+      o.fp8_scale < 0x1p-100)
+    fail("--fp8-scale must be finite, > 0 and within [2^-100, 2^100]");
+  for (std::size_t i = 0; i < o.fp8.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (o.fp8[i] == o.fp8[j]) fail(std::string("--fp8: ") + name(o.fp8[i]) + " given twice");
+  if (o.fp8_overflow == Fp8Overflow::inf)
+    for (Fp8Format f : o.fp8)
+      if (!traits(f).has_inf)
+        fail(std::string("--fp8-overflow inf: ") + name(f) +
+             " has no infinity (use saturate or nan)");
   if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count)
     fail("--shard: index " + std::to_string(o.shard_index) + " of " +
          std::to_string(o.shard_count) + " shards (need 0 <= index < count)");
@@ -132,6 +143,7 @@ std::vector<Setup> variant_setups(const Options& o, const std::vector<const Kern
   if (vkernels.empty()) return vs;
   Options ov = o;
   ov.samples = std::max<std::int64_t>(16, o.samples / 4);
+  ov.fp8.clear();  // the FP8 cache section describes the main sweep
   for (const auto& vc : variant_cases()) vs.push_back(Setup{ov, vkernels, {vc.spec}});
   return vs;
 }

@@ -400,6 +400,42 @@ Table special_values_table(const json& r) {
   return t;
 }
 
+// report --fp8: per kernel x dtype x format x bucket, the FP8 cache bytes of the outputs.
+std::string percent_cell(const json& share) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.2f%%", 100 * dbl(share));
+  return b;
+}
+
+Table fp8_table(const json& r) {
+  Table t;
+  t.title = "FP8 cache bytes (sampled)";
+  t.note = "Chain: " + cell(r["fp8"]["chain"]) +
+           ". differ: the byte is not the exact value's one correct rounding into the format "
+           "(max: its distance in fp8 ulps); undetermined: the kernel's derived bound admits more "
+           "than one byte; outside: a byte outside the chain image of that bound (a broken "
+           "bound); overflowed: the exact scaled value is past the format's max.";
+  t.head = {"kernel", "dtype",       "format",       "bucket",  "elements",
+            "differ", "max fp8 ulp", "undetermined", "outside", "overflowed"};
+  // The engines first when the atlas is embedded in a report of ropecheck's own kernels (an
+  // atlas-only report has them as its results already).
+  std::vector<const json*> sets;
+  if (r.contains("atlas") && r["atlas"].value("embedded", false))
+    sets.push_back(&r["atlas"]["results"]);
+  sets.push_back(&r["results"]);
+  for (const json* results : sets)
+    for (const auto& res : *results) {
+      if (!res.contains("fp8")) continue;
+      for (const auto& f : res["fp8"])
+        for (const auto& b : f["buckets"])
+          t.rows.push_back({cell(res["kernel"]), cell(res["dtype"]), cell(f["format"]),
+                            bucket_cell(r, b), cell(b["elements"]), percent_cell(b["differ_share"]),
+                            cell(b["max_ulps"]), percent_cell(b["undetermined_share"]),
+                            cell(b["outside"]), cell(b["overflowed"])});
+    }
+  return t;
+}
+
 Table baseline_table(const json& b) {
   Table t;
   t.title = "Baseline comparison";
@@ -422,14 +458,15 @@ Table environment_table(const json& r) {
 }
 
 // The report's tables in reading order: headline, checks, per-dtype errors, the searched
-// safe-context lengths, variants, the two analyses, worst cases, special values, baseline,
-// environment.
+// safe-context lengths, FP8 cache bytes (--fp8), variants, the two analyses, worst cases, special
+// values, baseline, environment.
 std::vector<Table> build_tables(const json& r) {
   std::vector<Table> out;
   if (r.contains("headline")) out.push_back(headline_table(r));
   out.push_back(checks_table(r));
   for (const auto& d : r["options"]["dtypes"]) out.push_back(dtype_errors_table(r, d));
   out.push_back(safe_context_table(r));
+  if (r.contains("fp8")) out.push_back(fp8_table(r));
   const bool variants = r.contains("variants");
   if (variants && !r["variants"].empty()) out.push_back(variant_safe_context_table(r));
   if (variants)

@@ -8,6 +8,7 @@
 #include "recipe.hpp"
 #include "ropecheck/reference/oracle.hpp"
 #include "ropecheck/reference/reference.hpp"
+#include "ropecheck/verify/fp8_chain.hpp"
 #include "ropecheck/verify/verify.hpp"
 
 #include <algorithm>
@@ -347,6 +348,46 @@ void add_pairs(ErrorStats& st, OctaveStats& oc, const RopeSpec& spec, const Vect
   }
 }
 
+// The FP8 cache bytes of one output vector, per format of the options (Fp8Stats, stats.hpp). The
+// chain starts from the output in its dtype d (the intermediate rounding: a no-op on g, the storage
+// rounding on the ends of the accepted range), then fl32, the scale in f32, the format.
+// Pass-through elements: P = 0 (their exact value is the input's, kept bit for bit).
+void add_fp8(std::vector<Fp8Stats>& st, const Options& o, const RopeSpec& spec, Dtype d,
+             const VectorRef& v, const double* g, const std::vector<bounds::PairBound>& bnd,
+             std::vector<double>& P) {
+  P.assign(static_cast<std::size_t>(spec.head_dim), 0.0);
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+    const auto [a, b] = spec.pair(i);
+    P[a] = P[b] = bnd[i].pre_storage_abs(v.norm[static_cast<std::size_t>(i)]);
+  }
+  for (std::size_t f = 0; f < o.fp8.size(); ++f) {
+    const verify::Fp8Chain ch{o.fp8[f], o.fp8_overflow, o.fp8_divide, d};
+    const double max_finite = traits(ch.format).max_finite;
+    Fp8Stats& s = st[f];
+    for (std::int64_t j = 0; j < spec.head_dim; ++j) {
+      ++s.elements;
+      const double exact = v.yd[j];
+      // Outward by (|exact| + P) 2^-50: more than the exact value's own rounding (half an ulp of
+      // it) and the rounding of the sum and difference here (half an ulp of each).
+      const double w = (std::fabs(exact) + P[j]) * 0x1p-50;
+      const double lo = exact - P[j] - w, hi = exact + P[j] + w;
+      const verify::ChainRange range = verify::chain_range(ch, lo, hi, o.fp8_scale);
+      const double c = verify::chain_trace(ch, g[j], o.fp8_scale).c;
+      const double ideal =
+          verify::fp8_correct(v.y, j, o.fp8_scale, o.fp8_divide, ch.format, ch.overflow);
+      if (!range.single()) ++s.undetermined;
+      if (std::fabs(o.fp8_divide ? exact / o.fp8_scale : exact * o.fp8_scale) > max_finite)
+        ++s.overflowed;
+      if (std::isnan(c) ? !range.nan_ok : c < range.lo || c > range.hi) ++s.outside;
+      if (c == ideal || (std::isnan(c) && std::isnan(ideal))) continue;
+      ++s.differ;
+      if (std::isfinite(c) && std::isfinite(ideal))
+        s.max_ulps = std::max<std::int64_t>(
+            s.max_ulps, std::abs(fp8_rank(ch.format, c) - fp8_rank(ch.format, ideal)));
+    }
+  }
+}
+
 // The exact values of a unit's worst cases, in decimal: once per unit and kernel rather than at
 // every new maximum (each of which made the oracle compute its whole vector in MPFR). An exact
 // element depends only on its pair's inputs, which the worst case holds.
@@ -375,11 +416,13 @@ struct SweepScratch {
   std::vector<Policy> slot_policy;
   std::vector<int> slot;  // per kernel: its recipe slot
   std::vector<std::vector<bounds::PairBound>> bnd;
+  std::vector<double> fp8_p;  // add_fp8's per-element bounds
 };
 
 // One sampled position: every head vector against every supported kernel.
-void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const RopeSpec& spec,
-                    Dtype d, int si, const SweepInputs& in, std::size_t p, SweepScratch& W) {
+void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const Options& o,
+                    const RopeSpec& spec, Dtype d, int si, const SweepInputs& in, std::size_t p,
+                    SweepScratch& W) {
   const std::int64_t m = in.positions[p];
   const double mag = magnitude_f64(spec), u = unit_roundoff(d);
   // The recipe slots (one per distinct recipe key, in key order as before) and the derived bound
@@ -426,6 +469,7 @@ void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const Ro
       add_elements(st, spec, vr, g, W.answers[k].diff);
       add_pairs(st, R.oct[k][static_cast<std::size_t>(octave_of(m))], spec, vr, g, W.answers[k],
                 W.slot[k], W.bnd[k]);
+      if (!R.fp8[k].empty()) add_fp8(R.fp8[k], o, spec, d, vr, g, W.bnd[k], W.fp8_p);
     }
   }
 }
@@ -441,6 +485,7 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
   R.stats.resize(nk);
   R.oct.resize(nk);
   R.supported.assign(nk, 0);
+  R.fp8.assign(nk, std::vector<Fp8Stats>(S.o.fp8.size()));
   std::vector<KernelRun> runs;
   for (std::size_t k = 0; k < nk; ++k) {
     runs.push_back({verify::PairChecker(S.kernels[k]->policy(d), spec, d), false, {}});
@@ -451,7 +496,7 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
   }
   SweepScratch W(spec, S.o.oracle_mpfr);
   for (std::size_t p = 0; p < in.positions.size(); ++p)
-    sweep_position(R, runs, spec, d, si, in, p, W);
+    sweep_position(R, runs, S.o, spec, d, si, in, p, W);
   for (auto& st : R.stats) {
     fill_expected(st.worst_ulp, spec, false);
     fill_expected(st.worst_pair, spec, true);

@@ -52,6 +52,7 @@ struct SweepResult {
   std::vector<ErrorStats> stats;                       // per kernel
   std::vector<std::array<OctaveStats, kOctaves>> oct;  // per kernel
   std::vector<char> supported;                         // per kernel
+  std::vector<std::vector<Fp8Stats>> fp8;              // per kernel, per Options::fp8 format
   OracleCounts counts;
 };
 SweepResult sweep_unit(const Setup& s, int dtype, int spec, int bucket);

@@ -60,14 +60,54 @@ if(CASE STREQUAL "smoke")
   if(NOT rc EQUAL 1 OR NOT err MATCHES "no bound check")
     message(FATAL_ERROR "check-atlas accepted a report whose atlas check is missing (${rc})")
   endif()
+  # FP8 cache bytes: formats from --dtypes and --fp8, the divide convention, an odd scale; the
+  # engines and the built-in kernels keep every byte inside the chain image of their bound.
+  file(REMOVE_RECURSE ${WORK}/smoke_fp8)
+  run_ok(${ROPECHECK} report --engines all --dtypes f32,bf16,f8e4m3 --fp8 e5m2 --head-dims 64
+         --fp8-convention divide --fp8-scale 0.37 --max-position 70000 --samples 8 --quiet
+         --out ${WORK}/smoke_fp8)
+  run_ok(${TOOL} validate-json ${SCHEMA} ${WORK}/smoke_fp8/report.json)
+  run_ok(${TOOL} check-html ${WORK}/smoke_fp8/report.html)
+  run_ok(${TOOL} check-xml ${WORK}/smoke_fp8/junit.xml)
+  file(READ ${WORK}/smoke_fp8/report.json js)
+  string(JSON nf LENGTH "${js}" options fp8 formats)
+  string(JSON f0 GET "${js}" options fp8 formats 0)
+  string(JSON f1 GET "${js}" options fp8 formats 1)
+  string(JSON conv GET "${js}" options fp8 convention)
+  if(NOT nf EQUAL 2 OR NOT f0 STREQUAL "e4m3fn" OR NOT f1 STREQUAL "e5m2" OR
+     NOT conv STREQUAL "divide")
+    message(FATAL_ERROR "options.fp8: ${nf} ${f0} ${f1} ${conv}")
+  endif()
+  string(JSON nc LENGTH "${js}" checks)
+  math(EXPR lc "${nc} - 1")
+  set(fp8_checks 0)
+  foreach(i RANGE ${lc})
+    string(JSON name GET "${js}" checks ${i} check)
+    if(name MATCHES "^Fp8BytesWithinBound")
+      math(EXPR fp8_checks "${fp8_checks} + 1")
+      string(JSON ok GET "${js}" checks ${i} passed)
+      if(NOT ok)
+        string(JSON msg GET "${js}" checks ${i} message)
+        message(FATAL_ERROR "FP8 check failed on a correct kernel: ${msg}")
+      endif()
+    endif()
+  endforeach()
+  if(fp8_checks LESS 8)
+    message(FATAL_ERROR "only ${fp8_checks} FP8 checks")
+  endif()
+  file(READ ${WORK}/smoke_fp8/report.md md)
+  if(NOT md MATCHES "## FP8 cache bytes")
+    message(FATAL_ERROR "report.md has no FP8 section")
+  endif()
 elseif(CASE STREQUAL "determinism")
   file(REMOVE_RECURSE ${WORK}/det1 ${WORK}/det2)
-  report(${WORK}/det1 "0|1" --seed 7 --threads 1)
-  report(${WORK}/det2 "0|1" --seed 7 --threads 2)
+  # With FP8 cache bytes (fp8_correct's fast path vs MPFR alone in det3).
+  report(${WORK}/det1 "0|1" --seed 7 --threads 1 --fp8 e4m3fn,e5m2)
+  report(${WORK}/det2 "0|1" --seed 7 --threads 2 --fp8 e4m3fn,e5m2)
   run_ok(${TOOL} same-json ${WORK}/det1/report.json ${WORK}/det2/report.json)
   # The two-tier oracle answers as MPFR alone does, bit for bit: the whole report agrees.
   file(REMOVE_RECURSE ${WORK}/det3)
-  report(${WORK}/det3 "0|1" --seed 7 --threads 2 --oracle mpfr)
+  report(${WORK}/det3 "0|1" --seed 7 --threads 2 --oracle mpfr --fp8 e4m3fn,e5m2)
   run_ok(${TOOL} same-json ${WORK}/det1/report.json ${WORK}/det3/report.json)
   # The atlas alone, 1 and 2 threads.
   file(REMOVE_RECURSE ${WORK}/deta1 ${WORK}/deta2)
@@ -85,7 +125,10 @@ elseif(CASE STREQUAL "usage")
   foreach(bad "--samples;0" "--max-position;0" "--dtypes;f8" "--kernels;nosuch" "--head-dims;1"
               "--bases;1" "--layouts;diagonal" "--dtypes;f32,f32" "--bases;abc" "--samples;x"
               "--baseline;${WORK}/does-not-exist.json" "--safe-budget-u;0" "--oracle;exact"
-              "--engines;nosuch" "--engines;all,all" "--engines;all;--shard;0/2")
+              "--engines;nosuch" "--engines;all,all" "--engines;all;--shard;0/2"
+              "--fp8;e4m3" "--fp8;e5m2,f8e5m2" "--fp8;e4m3fn;--fp8-scale;0"
+              "--fp8;e4m3fn;--fp8-scale;nan" "--fp8;e4m3fn;--fp8-convention;both"
+              "--fp8;e4m3fn;--fp8-overflow;inf" "--fp8;e4m3fn;--fp8-overflow;wrap")
     execute_process(COMMAND ${ROPECHECK} report ${SMALL} ${bad} --out ${WORK}/usage
                     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     if(NOT rc EQUAL 2 OR err STREQUAL "")
@@ -96,6 +139,17 @@ elseif(CASE STREQUAL "usage")
   if(NOT rc EQUAL 2)
     message(FATAL_ERROR "missing --out: exit ${rc}, expected 2")
   endif()
+  # FP8 names in --dtypes: a cache format needs a rotation dtype beside it, and once only.
+  foreach(bad "f8e4m3:name the dtype" "f32,f8e4m3,e4m3fn:given twice")
+    string(REPLACE ":" ";" parts "${bad}")
+    list(GET parts 0 dt)
+    list(GET parts 1 why)
+    execute_process(COMMAND ${ROPECHECK} report --dtypes ${dt} --samples 8 --out ${WORK}/usage
+                    RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if(NOT rc EQUAL 2 OR NOT err MATCHES "${why}")
+      message(FATAL_ERROR "--dtypes ${dt}: exit ${rc}, expected 2 with '${why}': ${err}")
+    endif()
+  endforeach()
   if(EXISTS ${WORK}/usage/report.json)
     message(FATAL_ERROR "bad usage still wrote a report")
   endif()

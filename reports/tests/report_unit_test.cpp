@@ -729,6 +729,152 @@ TEST(ReportRun, ValidationBlockCarriesTheVerdictIntoEveryOutput) {
   EXPECT_EQ(exit_code(r), 0);
 }
 
+// The scalar kernel with every f32 output scaled by 1 + 2^-6 (2^18 f32 ulps: far outside its
+// bound, and enough to move an FP8 byte for a sizeable share of the outputs); other dtypes
+// untouched.
+class SkewedF32 : public Kernel {
+ public:
+  std::string name() const override { return "skewed_f32"; }
+  std::string description() const override { return "scalar, f32 outputs x (1 + 2^-6)"; }
+  Policy policy(Dtype d) const override { return inner().policy(d); }
+  bool supports(const RopeSpec& s, Dtype d) const override { return inner().supports(s, d); }
+  KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
+    const KernelStatus st = inner().apply(spec, a);
+    if (st != KernelStatus::ok || a.dtype != Dtype::f32) return st;
+    for (std::int64_t t = 0; t < a.n_tokens; ++t)
+      for (std::int64_t h = 0; h < a.n_heads; ++h)
+        for (std::int64_t j = 0; j < spec.head_dim; ++j) {
+          const std::int64_t i = t * a.token_stride + h * a.head_stride + j;
+          store(Dtype::f32, a.out, i,
+                round_to_dtype(load(Dtype::f32, a.out, i) * (1 + 0x1p-6), Dtype::f32));
+        }
+    return st;
+  }
+
+ private:
+  static const Kernel& inner() { return *find_builtin_kernel("scalar"); }
+};
+
+Options fp8_options() {
+  auto o = small_options();
+  o.head_dims = {64};
+  o.samples = 64;
+  o.max_position = 1 << 20;
+  o.variants = false;
+  o.fp8 = {Fp8Format::e4m3fn, Fp8Format::e5m2};
+  return o;
+}
+
+std::vector<const Kernel*> kernels_and_skewed() {
+  static const SkewedF32 skewed;
+  auto ks = builtin_kernels();
+  ks.push_back(&skewed);
+  return ks;
+}
+
+// report --fp8: every kernel x dtype carries the FP8 cache bytes per format and bucket, on exactly
+// the elements of the main sweep; the built-in kernels keep every byte inside the chain image of
+// their derived bound, the skewed kernel does not (its check fails and the exit status is 1);
+// without --fp8 the document has no FP8 key at all.
+TEST(ReportFp8, EveryKernelDescribedAndABrokenOneFails) {
+  const json r = run(fp8_options(), kernels_and_skewed());
+  std::ifstream in(ROPECHECK_REPORT_SCHEMA);
+  const json schema = json::parse(in);
+  for (const auto& e : validate_schema(schema, r)) ADD_FAILURE() << e;
+  EXPECT_TRUE(check_html(render_html(r)).empty());
+  EXPECT_TRUE(check_xml(render_junit(r)).empty());
+  EXPECT_NE(render_markdown(r).find("## FP8 cache bytes"), std::string::npos);
+  ASSERT_TRUE(r.contains("fp8"));
+  int fp8_checks = 0, failed = 0;
+  for (const auto& c : r["checks"]) {
+    const std::string name = c["check"];
+    if (name.rfind("Fp8BytesWithinBound[", 0) != 0) continue;
+    ++fp8_checks;
+    const bool broken = c["kernel"] == "skewed_f32" && c["dtype"] == "f32";
+    EXPECT_EQ(c["passed"].get<bool>(), !broken) << c.dump();
+    failed += !c["passed"].get<bool>();
+  }
+  EXPECT_EQ(fp8_checks, static_cast<int>(r["results"].size()) * 2);
+  EXPECT_EQ(failed, 2);  // both formats
+  EXPECT_EQ(r["summary"]["fp8_outside_kernel_dtypes"], 2);
+  EXPECT_EQ(exit_code(r), 1);
+  for (const auto& res : r["results"]) {
+    ASSERT_EQ(res["fp8"].size(), 2u);
+    for (const auto& f : res["fp8"]) {
+      ASSERT_EQ(f["buckets"].size(), res["buckets"].size()) << res["kernel"];
+      for (std::size_t b = 0; b < f["buckets"].size(); ++b) {
+        const auto& fb = f["buckets"][b];
+        EXPECT_EQ(fb["bucket"], res["buckets"][b]["bucket"]);
+        EXPECT_EQ(fb["elements"], res["buckets"][b]["n_elements"]);
+        EXPECT_LE(fb["differ"].get<long long>(), fb["elements"].get<long long>());
+        EXPECT_LE(fb["undetermined"].get<long long>(), fb["elements"].get<long long>());
+        if (res["kernel"] == "skewed_f32" && res["dtype"] == "f32" && fb["bucket"] != "0") {
+          EXPECT_GT(fb["outside"].get<long long>(), 0) << fb.dump();
+          // A shift by v 2^-6 crosses one of the format's rounding boundaries (spacing 2^-m of
+          // v's binade, v in [1, 2) scaled) with probability 2^-6 v / 2^-m: at least 1/16 in
+          // e5m2 (m = 2), 1/8 in e4m3fn, for outputs in the normal range (nearly all here).
+          EXPECT_GT(fb["differ_share"].get<double>(), 0.05) << fb.dump();
+        }
+      }
+    }
+  }
+  // The f32-angle recipe (table_f32) leaves more bytes open at long context than at short: its
+  // derived bound grows with the position (the angle's f32 rounding).
+  for (const auto& res : r["results"])
+    if (res["kernel"] == "table_f32" && res["dtype"] == "f32") {
+      const auto& b = res["fp8"][0]["buckets"];
+      EXPECT_GT(b.back()["undetermined_share"].get<double>(),
+                b[1]["undetermined_share"].get<double>() + 0.05)
+          << b.dump();
+    }
+  auto o = fp8_options();
+  o.fp8.clear();
+  const json plain = run(o, builtin_kernels());
+  EXPECT_FALSE(plain.contains("fp8"));
+  EXPECT_FALSE(plain["summary"].contains("fp8_outside_kernel_dtypes"));
+  EXPECT_FALSE(plain["results"][0].contains("fp8"));
+}
+
+// Shard reports carry the FP8 counts, and their merge is the unsharded report.
+TEST(ReportFp8, ShardsMergeToTheUnshardedReport) {
+  auto o = fp8_options();
+  json whole = run(o, kernels_and_skewed());
+  std::vector<json> shards;
+  for (int i = 0; i < 3; ++i) {
+    o.shard_index = i;
+    o.shard_count = 3;
+    shards.push_back(run(o, kernels_and_skewed()));
+  }
+  json merged = merge(shards);
+  for (json* d : {&whole, &merged}) {
+    d->erase("environment");
+    d->erase("shard");
+  }
+  EXPECT_EQ(merged["results"], whole["results"]);
+  EXPECT_EQ(merged["checks"], whole["checks"]);
+  EXPECT_EQ(merged, whole);
+  // Different FP8 options do not merge.
+  shards[1]["options"]["fp8"]["scale"] = 2.0;
+  EXPECT_THROW(merge(shards), OptionsError);
+}
+
+TEST(ReportFp8, RejectsBadOptions) {
+  auto o = fp8_options();
+  o.fp8_scale = 0;
+  EXPECT_THROW(validate(o), OptionsError);
+  o = fp8_options();
+  o.fp8_scale = NAN;
+  EXPECT_THROW(validate(o), OptionsError);
+  o = fp8_options();
+  o.fp8 = {Fp8Format::e5m2, Fp8Format::e5m2};
+  EXPECT_THROW(validate(o), OptionsError);
+  o = fp8_options();
+  o.fp8_overflow = Fp8Overflow::inf;  // e4m3fn has no infinity
+  EXPECT_THROW(validate(o), OptionsError);
+  o.fp8 = {Fp8Format::e5m2};
+  EXPECT_NO_THROW(validate(o));
+}
+
 TEST(ReportOptions, RejectsBadOptions) {
   auto o = small_options();
   o.samples = 0;

@@ -61,6 +61,21 @@ struct HfConfigArg {
 // Adds both options to cmd; `what` is --hf-config's help text. Returns the --hf-config option.
 CLI::Option* add_hf_config_options(CLI::App* cmd, HfConfigArg& arg, const std::string& what);
 
+// `--fp8 FORMAT[,...] --fp8-scale S --fp8-convention multiply|divide --fp8-overflow P`, the same
+// on `eval` (one format: reference_fp8) and `report` (the FP8 cache-byte section).
+struct Fp8Arg {
+  std::string formats;  // empty: not given
+  double scale = 1.0;
+  std::string convention = "multiply", overflow = "saturate";
+  // Each parsed (UsageError naming the option): the formats in order, duplicates refused.
+  std::vector<Fp8Format> parsed_formats() const;
+  Fp8Overflow parsed_overflow() const;
+  bool divide() const;  // checks the convention
+  void check_scale() const;
+};
+// Adds the four options to cmd; `what` is --fp8's help text.
+void add_fp8_options(CLI::App* cmd, Fp8Arg& arg, const std::string& what);
+
 // The run-time sequence length of dynamic NTK and LongRoPE where the positions are known (`eval`,
 // `check`). Transformers builds the table for seq_len = max(position_ids) + 1 at run time (the max
 // over every token, batch row and axis), so for these two kinds only: a spec without a seq_len

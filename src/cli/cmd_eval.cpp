@@ -12,6 +12,7 @@
 #include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/reference/reference.hpp"
+#include "ropecheck/verify/fp8_chain.hpp"
 #include "ropecheck/verify/verify.hpp"
 
 namespace ropecheck::cli {
@@ -38,8 +39,7 @@ struct EvalOptions {
   HfConfigArg hf;
   // --fp8: the exact value's one correct rounding into an FP8 format (a fused cache's ideal),
   // after the exact scale (multiply or divide), with the overflow policy.
-  std::string fp8, fp8_overflow = "saturate", fp8_convention = "multiply";
-  double fp8_scale = 1.0;
+  Fp8Arg fp8;
 };
 
 // JSON has no inf/nan: they are written as the strings "inf", "-inf", "nan". Finite values are
@@ -272,55 +272,28 @@ nlohmann::ordered_json kernel_json(const Kernel& kernel, const RopeSpec& spec, D
   return kj;
 }
 
-// q rounded once to nearest-even into f, from its exact MP value (no double in between: a double
-// rounding could land on an FP8 tie the exact value is not on): the quantum of q's binade (the
-// subnormal one at the bottom), the nearest multiple with ties to even, then the overflow policy
-// (fp8_round of a value on the extended grid only applies it).
-double fp8_from_exact(const ref::Mp& q, Fp8Format f, Fp8Overflow o) {
-  if (boost::multiprecision::isnan(q)) return std::numeric_limits<double>::quiet_NaN();
-  const Fp8Traits& t = traits(f);
-  const ref::Mp a = abs(q);
-  if (a == 0) return fp8_round(q.convert_to<double>(), f, o);
-  // Beyond every finite point of the extended grid that matters: fp8_round saturates / NaNs it.
-  if (a > ref::Mp(4 * t.max_finite))
-    return fp8_round(q < 0 ? -8 * t.max_finite : 8 * t.max_finite, f, o);
-  const int e = std::max(std::ilogb(a.convert_to<double>()), 1 - t.bias);
-  // ilogb of the double may be one too high when a rounds up to a power of two: the grid at the
-  // lower binade is finer, so check a against 2^e.
-  const int eb = a < ref::Mp(std::ldexp(1.0, e)) && e > 1 - t.bias ? e - 1 : e;
-  const ref::Mp n = a / ref::Mp(std::ldexp(1.0, eb - t.mantissa_bits));  // exact: a power of two
-  ref::Mp k = floor(n);
-  const ref::Mp frac = n - k;
-  if (frac > ref::Mp(0.5) || (frac == ref::Mp(0.5) && fmod(k, ref::Mp(2)) != 0)) k += 1;
-  const double r = std::ldexp(k.convert_to<double>(), eb - t.mantissa_bits);
-  return fp8_round(q < 0 ? -r : r, f, o);
-}
-
 // "reference_fp8": each exact output, scaled exactly, rounded once into the --fp8 format.
 nlohmann::ordered_json fp8_json(const EvalOptions& o, const std::vector<ref::MpVector>& exact) {
-  const auto f = parse_fp8_format(o.fp8);
-  const auto ov = parse_fp8_overflow(o.fp8_overflow);
-  if (!f) throw UsageError("--fp8 must be e4m3fn, e4m3fnuz or e5m2, got '" + o.fp8 + "'");
-  if (!ov) throw UsageError("--fp8-overflow must be saturate, nan or inf");
-  if (o.fp8_convention != "multiply" && o.fp8_convention != "divide")
-    throw UsageError("--fp8-convention must be multiply or divide");
-  if (!(o.fp8_scale > 0) || !std::isfinite(o.fp8_scale))
-    throw UsageError("--fp8-scale must be finite and > 0");
-  nlohmann::ordered_json j{{"format", name(*f)},
-                           {"overflow", name(*ov)},
-                           {"convention", o.fp8_convention},
-                           {"scale", o.fp8_scale}};
+  const auto formats = o.fp8.parsed_formats();
+  if (formats.size() != 1) throw UsageError("--fp8: give one format for eval");
+  const Fp8Format f = formats.front();
+  const Fp8Overflow ov = o.fp8.parsed_overflow();
+  const bool divide = o.fp8.divide();
+  o.fp8.check_scale();
+  nlohmann::ordered_json j{{"format", name(f)},
+                           {"overflow", name(ov)},
+                           {"convention", o.fp8.convention},
+                           {"scale", o.fp8.scale}};
   j["values"] = nlohmann::ordered_json::array();
   j["bytes"] = nlohmann::ordered_json::array();
-  const ref::Mp s = ref::exact(o.fp8_scale);
+  const ref::Mp s = ref::exact(o.fp8.scale);
   for (const auto& row : exact) {
     auto vals = nlohmann::ordered_json::array(), bytes = nlohmann::ordered_json::array();
     for (const auto& v : row) {
-      const double c =
-          fp8_from_exact(o.fp8_convention == "divide" ? ref::Mp(v / s) : ref::Mp(v * s), *f, *ov);
+      const double c = verify::fp8_round_exact(divide ? ref::Mp(v / s) : ref::Mp(v * s), f, ov);
       vals.push_back(number(c));
       char hex[5];
-      std::snprintf(hex, sizeof hex, "0x%02x", fp8_encode(*f, c));
+      std::snprintf(hex, sizeof hex, "0x%02x", fp8_encode(f, c));
       bytes.push_back(hex);
     }
     j["values"].push_back(vals);
@@ -362,7 +335,7 @@ int run_eval(const EvalOptions& o, const RunOptions& run) {
     out["reference"].push_back(dec);
     out["reference_rounded"].push_back(number_row(ref::round_to(exact.back(), *dtype)));
   }
-  if (!o.fp8.empty()) out["reference_fp8"] = fp8_json(o, exact);
+  if (!o.fp8.formats.empty()) out["reference_fp8"] = fp8_json(o, exact);
   if (kernel) {
     const std::int64_t n_axes = pos.per_axis ? spec.n_axes() : 1;
     out["kernel"] = kernel_json(*kernel, spec, *dtype, rows, kernel_positions(pos, spec.n_axes()),
@@ -405,13 +378,9 @@ void add_eval(CLI::App& app, int& status, const RunOptions& run) {
                   "significant digits of the exact reference (default 40)");
   cmd->add_option("--ref-bits", opts->ref_bits,
                   "reference precision in bits (default max(2p+30, 160))");
-  cmd->add_option("--fp8", opts->fp8,
+  add_fp8_options(cmd, opts->fp8,
                   "also the exact output's one correct rounding into an FP8 format: e4m3fn | "
                   "e4m3fnuz | e5m2 (reference_fp8)");
-  cmd->add_option("--fp8-scale", opts->fp8_scale, "FP8 quantization scale (default 1)");
-  cmd->add_option("--fp8-convention", opts->fp8_convention,
-                  "multiply (default) | divide: q = exact * scale or exact / scale");
-  cmd->add_option("--fp8-overflow", opts->fp8_overflow, "saturate (default) | nan | inf (e5m2)");
   cmd->callback([opts, &status, run] { status = run_eval(*opts, run); });
 }
 

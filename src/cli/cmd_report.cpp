@@ -11,6 +11,7 @@
 
 #include "cli.hpp"
 #include "plugin_load.hpp"
+#include "ropecheck/fp8.hpp"
 #include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/kernels/simd_info.hpp"
@@ -86,6 +87,7 @@ struct ReportArgs {
   std::vector<std::string> merge;  // shard reports to merge instead of running a sweep
   HfConfigArg hf;                  // restrict the sweep to this model's spec
   bool no_variants = false;
+  Fp8Arg fp8;  // FP8 cache bytes (formats also accepted inside --dtypes)
 };
 
 template <class T>
@@ -131,14 +133,26 @@ ReportArgs with_axes(ReportArgs a, const Axes& def, bool keep_given) {
   return a;
 }
 
-// The sweep's axes: dtypes, head dims, bases, layouts.
+// The sweep's axes: dtypes, head dims, bases, layouts. An FP8 name in --dtypes (f8e4m3, ...) is
+// a cache storage format, not a dtype the rotation runs in: it joins --fp8's formats.
 void parse_axes(const ReportArgs& a, reports::Options& o) {
   o.dtypes.clear();
   for (const auto& s : split(a.dtypes, ',', "--dtypes")) {
+    if (const auto f = parse_fp8_format(s)) {
+      push_unique(o.fp8, *f, "--dtypes/--fp8", s);
+      continue;
+    }
     const auto d = parse_dtype(s);
-    if (!d) throw UsageError("--dtypes: '" + s + "' is not one of f64, f32, f16, bf16");
+    if (!d)
+      throw UsageError("--dtypes: '" + s +
+                       "' is not one of f64, f32, f16, bf16 (or an FP8 cache format: f8e4m3, "
+                       "f8e4m3fnuz, f8e5m2)");
     push_unique(o.dtypes, *d, "--dtypes", s);
   }
+  if (o.dtypes.empty())
+    throw UsageError(
+        "--dtypes: FP8 formats are what the cache stores; name the dtype(s) the "
+        "rotation runs in as well, e.g. --dtypes bf16,f8e4m3");
   o.head_dims.clear();
   for (const auto& s : split(a.head_dims, ',', "--head-dims")) {
     long long v = 0;
@@ -156,6 +170,15 @@ void parse_axes(const ReportArgs& a, reports::Options& o) {
   }
 }
 
+// --fp8 FORMATS, --fp8-scale, --fp8-convention, --fp8-overflow (after parse_axes: --dtypes may
+// have named formats already).
+void parse_fp8_options(const ReportArgs& a, reports::Options& o) {
+  for (Fp8Format f : a.fp8.parsed_formats()) push_unique(o.fp8, f, "--dtypes/--fp8", name(f));
+  o.fp8_overflow = a.fp8.parsed_overflow();
+  o.fp8_divide = a.fp8.divide();
+  o.fp8_scale = a.fp8.scale;  // reports::validate checks it
+}
+
 // Every option of the sweep, validated (UsageError naming the option).
 reports::Options parse_options(const ReportArgs& a) {
   reports::Options o;
@@ -169,6 +192,7 @@ reports::Options parse_options(const ReportArgs& a) {
   o.oracle_mpfr = a.oracle == "mpfr";
   o.reference_bits = a.ref_bits;
   o.safe_budget_u = a.safe_budget_u;
+  parse_fp8_options(a, o);
   const Shard shard = resolve_shard(a.shard);
   o.shard_index = shard.index;
   o.shard_count = shard.total;
@@ -414,6 +438,9 @@ void add_report(CLI::App& app, int& status) {
                         "(--head-dims/--bases/--layouts are ignored; no variant sections)");
   cmd->add_flag("--no-variants", a->no_variants,
                 "skip the per-variant sections (scaling variants, M-RoPE, dynamic NTK)");
+  add_fp8_options(cmd, a->fp8,
+                  "FP8 cache formats, comma-separated: e4m3fn (f8e4m3), e4m3fnuz, e5m2; each "
+                  "output is also quantized into them (the 'FP8 cache bytes' section)");
   cmd->callback([a, &status] { status = run_report(*a); });
 }
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -54,6 +55,44 @@ CLI::Option* add_hf_config_options(CLI::App* cmd, HfConfigArg& arg, const std::s
   cmd->add_option("--seq-len", arg.seq_len,
                   "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
   return hf;
+}
+
+std::vector<Fp8Format> Fp8Arg::parsed_formats() const {
+  std::vector<Fp8Format> out;
+  if (formats.empty()) return out;
+  for (const auto& s : split(formats, ',', "--fp8")) {
+    const auto f = parse_fp8_format(s);
+    if (!f) throw UsageError("--fp8: '" + s + "' is not e4m3fn, e4m3fnuz or e5m2");
+    if (std::find(out.begin(), out.end(), *f) != out.end())
+      throw UsageError("--fp8: '" + s + "' given twice");
+    out.push_back(*f);
+  }
+  return out;
+}
+
+Fp8Overflow Fp8Arg::parsed_overflow() const {
+  const auto ov = parse_fp8_overflow(overflow);
+  if (!ov) throw UsageError("--fp8-overflow must be saturate, nan or inf");
+  return *ov;
+}
+
+bool Fp8Arg::divide() const {
+  if (convention != "multiply" && convention != "divide")
+    throw UsageError("--fp8-convention must be multiply or divide");
+  return convention == "divide";
+}
+
+void Fp8Arg::check_scale() const {
+  if (!(scale > 0) || !std::isfinite(scale)) throw UsageError("--fp8-scale must be finite and > 0");
+}
+
+void add_fp8_options(CLI::App* cmd, Fp8Arg& arg, const std::string& what) {
+  cmd->add_option("--fp8", arg.formats, what);
+  cmd->add_option("--fp8-scale", arg.scale, "FP8 quantization scale (default 1)");
+  cmd->add_option("--fp8-convention", arg.convention,
+                  "multiply (default; FlashInfer) or divide (vLLM): q = value * "
+                  "scale or value / scale");
+  cmd->add_option("--fp8-overflow", arg.overflow, "saturate (default) | nan | inf (e5m2)");
 }
 
 RopeSpec with_runtime_seq_len(RopeSpec spec, std::int64_t max_position,

@@ -1,7 +1,10 @@
 #include "ropecheck/dtype.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cfenv>
+#include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace ropecheck {
@@ -18,12 +21,16 @@ double round_to_dtype(double x, Dtype d) {
   // beyond max + half an ulp) in one instruction.
   if (d == Dtype::f32) return static_cast<float>(x);
   const auto t = traits(d);
-  // Quantum of the binade of x, clamped at the subnormal quantum. x / q is exact (power of two,
-  // no double underflow since q >= 2^-149), and nearbyint rounds to nearest-even under the
-  // default rounding mode, so r = n * q is the correctly rounded value.
-  const int e = std::max(std::ilogb(x), t.emin);
-  const double q = std::ldexp(1.0, e - (t.digits - 1));
-  const double r = std::nearbyint(x / q) * q;
+  // Quantum q = 2^k of the binade of x, clamped at the subnormal quantum, from the exponent bits
+  // (k in [-133, 1016]: q and 1 / q are normal doubles). y = |x| / q is exact and below 2^digits,
+  // so adding and subtracting 2^52 rounds it to an integer, to nearest-even under the default
+  // rounding mode (no fast-math; nothing to contract): r = n * q is the correctly rounded value.
+  const double a = std::fabs(x);
+  const int biased = static_cast<int>((std::bit_cast<std::uint64_t>(a) >> 52) & 0x7ff);
+  const int k = std::max(biased - 1023, t.emin) - (t.digits - 1);
+  const double q = std::bit_cast<double>(static_cast<std::uint64_t>(k + 1023) << 52);
+  const double inv_q = std::bit_cast<double>(static_cast<std::uint64_t>(1023 - k) << 52);
+  const double r = std::copysign(((a * inv_q + 0x1p52) - 0x1p52) * q, x);
   // Rounding up past the largest finite value overflows to inf (RNE: |x| >= max + ulp/2).
   if (std::fabs(r) > max_finite(d))
     return std::copysign(std::numeric_limits<double>::infinity(), x);

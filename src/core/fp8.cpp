@@ -1,7 +1,10 @@
 #include "ropecheck/fp8.hpp"
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace ropecheck {
@@ -84,12 +87,18 @@ double fp8_round(double v, Fp8Format f, Fp8Overflow o) {
   const double a = std::fabs(v);
   double r = std::numeric_limits<double>::infinity();
   if (std::isfinite(a)) {
-    // The quantum at a's binade (the subnormal one below 2^(1 - bias)); a / q is exact (q is a
-    // power of two far inside double's range), and nearbyint rounds it to nearest-even in the
-    // default rounding mode.
-    const int e = a == 0 ? 1 - t.bias : std::max(std::ilogb(a), 1 - t.bias);
-    const double q = std::ldexp(1.0, e - t.mantissa_bits);
-    r = std::nearbyint(a / q) * q;
+    // The quantum q = 2^(e - mantissa_bits) at a's binade e (the subnormal one below
+    // 2^(1 - bias)), built from the exponent bits (the reports round tens of millions of values).
+    // y = a / q is exact (q a power of two) and below 2^(mantissa_bits + 1), so adding and
+    // subtracting 2^52 rounds it to an integer, to nearest-even in the default rounding mode (no
+    // fast-math here; nothing to contract).
+    const int biased = static_cast<int>((std::bit_cast<std::uint64_t>(a) >> 52) & 0x7ff);
+    const int e = std::max(biased - 1023, 1 - t.bias);
+    const int k = e - t.mantissa_bits;  // in [-17, 1021]: q and 1 / q are normal doubles
+    const double q = std::bit_cast<double>(static_cast<std::uint64_t>(k + 1023) << 52);
+    const double inv_q = std::bit_cast<double>(static_cast<std::uint64_t>(1023 - k) << 52);
+    const double y = a * inv_q;
+    r = ((y + 0x1p52) - 0x1p52) * q;
   }
   if (r > t.max_finite) {
     if (o == Fp8Overflow::saturate) {
@@ -117,15 +126,26 @@ std::uint8_t fp8_encode(Fp8Format f, double representable) {
 
 int fp8_rank(Fp8Format f, double representable) {
   // Non-negative finite values of f in increasing order are its codes 0x00, 0x01, ... (sign bit
-  // clear) up to max; the rank counts from -max, with one zero.
-  int n_pos = 0;  // finite values > 0
-  for (int b = 1; b < 128; ++b) {
-    const double d = fp8_decode(f, static_cast<std::uint8_t>(b));
-    if (std::isfinite(d)) ++n_pos;
-  }
-  if (representable == 0) return n_pos;
-  const std::uint8_t code = fp8_encode(f, std::fabs(representable));
-  return representable > 0 ? n_pos + code : n_pos - code;
+  // clear) up to max; the rank counts from -max, with one zero. The code of a magnitude is its
+  // biased exponent and mantissa, computed (the reports rank millions of values).
+  const Fp8Traits& t = traits(f);
+  static const std::array<int, 3> n_pos = [] {  // finite values > 0, per format
+    std::array<int, 3> n{};
+    for (Fp8Format g : {Fp8Format::e4m3fn, Fp8Format::e4m3fnuz, Fp8Format::e5m2})
+      for (int b = 1; b < 128; ++b)
+        if (std::isfinite(fp8_decode(g, static_cast<std::uint8_t>(b))))
+          ++n[static_cast<std::size_t>(g)];
+    return n;
+  }();
+  const int base = n_pos[static_cast<std::size_t>(f)];
+  const double a = std::fabs(representable);
+  if (a == 0) return base;
+  const int e = std::max(std::ilogb(a), 1 - t.bias);
+  const int m = static_cast<int>(std::ldexp(a, t.mantissa_bits - e));  // exact: a is on the grid
+  const int code = std::ilogb(a) < 1 - t.bias
+                       ? m
+                       : ((e + t.bias) << t.mantissa_bits) + m - (1 << t.mantissa_bits);
+  return representable > 0 ? base + code : base - code;
 }
 
 }  // namespace ropecheck

@@ -36,24 +36,7 @@ std::string describe(const FusedChain& c) {
 
 namespace {
 
-// r and q of the chain for a rotation value v (fused.hpp), and the FP8 image of q.
-struct Trace {
-  double r = 0, q = 0, c = 0;
-};
-
-Trace trace(const FusedChain& ch, double v, double scale, bool reciprocal) {
-  Trace t;
-  t.r = ch.intermediate ? round_to_dtype(v, *ch.intermediate) : v;
-  const float rf = static_cast<float>(t.r), sf = static_cast<float>(scale);
-  float q = 0;
-  if (!ch.divide)
-    q = rf * sf;  // f32 arithmetic: one correctly rounded product
-  else
-    q = reciprocal ? rf * (1.0f / sf) : rf / sf;
-  t.q = q;
-  t.c = fp8_round(q, ch.format, ch.overflow);
-  return t;
-}
+using verify::chain_trace;
 
 std::vector<unsigned char> read_all(const tio::TensorRef& t) {
   std::vector<unsigned char> b(static_cast<std::size_t>(t.numel() * tio::elem_bytes(t.type)));
@@ -143,25 +126,6 @@ std::string num(double v) {
 
 }  // namespace
 
-ChainRange chain_range(const FusedChain& c, double lo, double hi, double scale) {
-  const Fp8Traits& tr = traits(c.format);
-  ChainRange r{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
-  for (bool reciprocal : {false, true}) {
-    if (reciprocal && !c.divide) break;
-    const double a = trace(c, lo, scale, reciprocal).c, b = trace(c, hi, scale, reciprocal).c;
-    // scale > 0 (checked by the caller): the chain is non-decreasing in v. An end that overflowed
-    // to NaN (overflow nan) leaves the finite values up to +-max reachable from the other end
-    // only if that one did not overflow on the same side: both ends past +max accept NaN alone.
-    const double inf = std::numeric_limits<double>::infinity();
-    const double a_v = std::isnan(a) ? (std::isnan(b) && lo > 0 ? inf : -tr.max_finite) : a;
-    const double b_v = std::isnan(b) ? (std::isnan(a) && hi < 0 ? -inf : tr.max_finite) : b;
-    r.lo = std::min(r.lo, a_v);
-    r.hi = std::max(r.hi, b_v);
-    r.nan_ok = r.nan_ok || std::isnan(a) || std::isnan(b);
-  }
-  return r;
-}
-
 namespace {
 
 // One written token's head vectors against the chain (appends findings, counts).
@@ -218,7 +182,7 @@ class TokenChecker {
     const double hi = std::nextafter(std::nextafter(v + P, INFINITY), INFINITY);
     const ChainRange cr = chain_range(c_, lo, hi, scale);
     if (cr.lo != cr.hi || (cr.nan_ok && cr.lo <= cr.hi)) ++r.ties;
-    const Trace ex = trace(c_, v, scale, false);
+    const verify::ChainTrace ex = chain_trace(c_, v, scale);
     if (std::isnan(ex.c) || std::isinf(ex.c) || std::fabs(ex.q) > traits(c_.format).max_finite)
       ++r.overflowed;
     const double got = fp8_decode(c_.format, b);

@@ -606,7 +606,8 @@ def report(fn, out, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), pol
            bases=(1e4, 1e6), samples=None, seed=1, in_place=False, magnitude_scale=False,
            min_position=0, max_position=0, layouts_bitwise_symmetric=False,
            batch_invariant=False, timeout=10.0, name=None, spec=None, hf_config=None,
-           supports=None, tensor_layout="thd"):
+           supports=None, tensor_layout="thd", fp8=(), fp8_scale=1.0, fp8_convention="multiply",
+           fp8_overflow="saturate"):
     """The precision report of `ropecheck report` (report.json, report.md, report.html,
     junit.xml in `out`) for the Python kernel fn(x, positions, spec) -> y, swept only inside the
     domain declared here (the arguments mean what they mean for validate()): the dtypes, layouts,
@@ -614,8 +615,11 @@ def report(fn, out, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), pol
     What of the request lay outside the domain is said in report.json's "domain" and at the top
     of report.md/html. spec= / hf_config=: fn implements that one configuration (full rotary and
     unscaled: the report sweeps head dim x base x layout). samples: vectors per kernel x dtype x
-    spec x position bucket (default the CLI's). Returns a ReportResult; raises ValueError when
-    `ropecheck report` refuses the call (exit 2: e.g. nothing of the sweep inside the domain)."""
+    spec x position bucket (default the CLI's). fp8: FP8 cache formats ("e4m3fn", "e4m3fnuz",
+    "e5m2"): every output also quantized into each (per-tensor fp8_scale, fp8_convention
+    "multiply" or "divide", fp8_overflow), the report's "FP8 cache bytes" section; fn still runs in
+    `dtypes`. Returns a ReportResult; raises ValueError when `ropecheck report` refuses the call
+    (exit 2: e.g. nothing of the sweep inside the domain, an unknown FP8 format)."""
     dtypes, layouts, spec, desc = _declaration(
         fn, dtypes, layouts, head_dims, policy, in_place, magnitude_scale, (), min_position,
         max_position, layouts_bitwise_symmetric, batch_invariant, name, spec, hf_config, supports,
@@ -634,6 +638,11 @@ def report(fn, out, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), pol
         args += ["--samples", str(int(samples))]
     if max_position:
         args += ["--max-position", str(min(int(max_position), 1 << 20))]
+    if isinstance(fp8, str):
+        fp8 = [fp8]
+    if fp8:
+        args += ["--fp8", ",".join(fp8), "--fp8-scale", repr(float(fp8_scale)),
+                 "--fp8-convention", str(fp8_convention), "--fp8-overflow", str(fp8_overflow)]
     with tempfile.TemporaryDirectory(prefix="ropecheck-") as tmp:
         code, text, stderr, serve_error = _run_served(
             args, tmp, _kernel_call(fn, in_place, tensor_layout), desc)

@@ -60,3 +60,33 @@ def test_nothing_inside_the_domain_is_refused(tmp_path):
         rc.report(hf_rope, tmp_path / "n", dtypes=["f32"], layouts=["half"], head_dims=[64],
                   bases=[1e4], policy=F32, samples=8, supports=lambda spec, dtype: False)
     assert not (tmp_path / "n" / "report.json").exists()
+
+
+def test_report_with_fp8_cache_bytes(tmp_path):
+    # The same kernel in bf16, its outputs also quantized into e4m3fn (vLLM's divide convention):
+    # every byte inside the chain image of the declared bound; a sin-sign bug puts bytes outside.
+    r = rc.report(hf_rope, tmp_path / "f", dtypes=["bf16"], layouts=["half"], head_dims=[64],
+                  bases=[1e4], policy=BF16, samples=16, max_position=70000, fp8=["e4m3fn"],
+                  fp8_scale=0.5, fp8_convention="divide")
+    assert r.passed, r.stderr
+    assert r.json["options"]["fp8"] == {"formats": ["e4m3fn"], "scale": 0.5,
+                                        "convention": "divide", "overflow": "saturate"}
+    (res,) = r.json["results"]
+    (f,) = res["fp8"]
+    assert f["format"] == "e4m3fn"
+    assert [b["elements"] for b in f["buckets"]] == [b["n_elements"] for b in res["buckets"]]
+    assert all(b["outside"] == 0 for b in f["buckets"])
+    assert "FP8 cache bytes" in (tmp_path / "f" / "report.md").read_text()
+
+    def sin_sign_bug(x, positions, spec):
+        return hf_rope(x, positions, spec, sin_sign=-1.0)
+
+    b = rc.report(sin_sign_bug, tmp_path / "g", dtypes=["bf16"], layouts=["half"],
+                  head_dims=[64], bases=[1e4], policy=BF16, samples=16, max_position=70000,
+                  fp8="e4m3fn")
+    assert not b.passed
+    failed = {c["check"] for c in b.json["checks"] if not c["passed"]}
+    assert "Fp8BytesWithinBound[e4m3fn]" in failed
+    with pytest.raises(ValueError, match="--fp8"):
+        rc.report(hf_rope, tmp_path / "h", dtypes=["bf16"], layouts=["half"], head_dims=[64],
+                  bases=[1e4], policy=BF16, samples=8, fp8=["e4m3"])

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "ropecheck/dtype.hpp"
+#include "ropecheck/fp8.hpp"
 #include "ropecheck/kernel.hpp"
 #include "ropecheck/spec.hpp"
 
@@ -49,7 +50,7 @@ namespace ropecheck::reports {
 //    and validate --out's "validation" verdict. Additive within 5 (readers of 5 ignore them):
 //    recipe inv_freq_f64, buckets[].label, policy table_rounding / output_rounding; recipe
 //    fast_powf_f32 and policy trig_argument (the FlashInfer engine); recipe fast_powf_ladder_f32
-//    (ggml / llama.cpp CUDA).
+//    (ggml / llama.cpp CUDA); results[].fp8 and options.fp8 (--fp8: FP8 cache bytes).
 inline constexpr int kSchemaVersion = 5;
 
 // Bad options: the CLI maps this to exit status 2.
@@ -84,6 +85,14 @@ struct Options {
   // bucket, at least 16), the safe-context table by variant, and the dynamic-NTK composition
   // section.
   bool variants = true;
+  // FP8 cache bytes (--fp8): every output of the main sweep also quantized into each of these
+  // formats through the fused chain (verify/fp8_chain.hpp; Fp8Stats in stats.hpp) with one
+  // per-tensor scale, its convention and overflow policy. Empty: no FP8 section. FP8 is a storage
+  // format of the cache, not a dtype a rotation runs in: the rotation runs in each of `dtypes`.
+  std::vector<Fp8Format> fp8;
+  double fp8_scale = 1.0;  // vLLM's default k_scale / v_scale when none is calibrated
+  bool fp8_divide = false;
+  Fp8Overflow fp8_overflow = Fp8Overflow::saturate;
   // Restrict the sweep to this one spec (`report --hf-config`): head_dims, bases and layouts are
   // ignored and the variant sections are not run.
   std::optional<RopeSpec> spec;

@@ -111,4 +111,28 @@ struct OctaveStats {
   }
 };
 
+// The FP8 cache bytes of one kernel x dtype x bucket x format (Options::fp8): every output element
+// pushed through the FP8 chain (verify/fp8_chain.hpp: the output in its dtype, times the scale in
+// f32, rounded once to nearest-even into the format) against
+//   the ideal: the exact value times the exact scale, rounded once into the format; and
+//   the accepted range: the chain's images of exact -+ P, P the kernel's derived pre-storage bound
+//   (the fused check's rule: a byte outside it means the kernel broke its bound).
+// Counts and maxima only, so shard reports merge exactly.
+struct Fp8Stats {
+  std::int64_t elements = 0;
+  std::int64_t differ = 0;        // the kernel's byte is not the ideal one (value, NaN = NaN)
+  std::int64_t max_ulps = 0;      // the largest distance from the ideal, in fp8 ulps (finite)
+  std::int64_t undetermined = 0;  // the accepted range holds more than one byte
+  std::int64_t outside = 0;       // the kernel's byte outside the accepted range
+  std::int64_t overflowed = 0;    // the ideal is past the format's largest finite value
+  void merge(const Fp8Stats& o) {
+    elements += o.elements;
+    differ += o.differ;
+    max_ulps = max_ulps > o.max_ulps ? max_ulps : o.max_ulps;
+    undetermined += o.undetermined;
+    outside += o.outside;
+    overflowed += o.overflowed;
+  }
+};
+
 }  // namespace ropecheck::reports

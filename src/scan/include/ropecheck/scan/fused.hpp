@@ -6,8 +6,8 @@
 //       bound P_j of the exact s (R(m) x)_j (bounds.hpp; one bound per pair, both elements)
 //   r   an optional intermediate rounding of v (bf16 / f16 / f32), else v as the f32 the kernel
 //       holds
-//   q   r (x) scale in f32, one rounding: multiply (FlashInfer, TensorRT-LLM) or divide (vLLM);
-//       divide accepts r / scale and r * fl32(1 / scale), the two forms kernels use
+//   q   r (x) scale in f32, one rounding: multiply (FlashInfer) or divide (vLLM; fp8_chain.hpp
+//       cites both sources); divide accepts r / scale and r * fl32(1 / scale)
 //   c   q rounded once to nearest-even into the FP8 format with its overflow policy (fp8.hpp)
 // scale: one per tensor, per head, or per token x head (the scale tensor's shape says which; the
 // declaration must agree).
@@ -28,6 +28,7 @@
 #include "ropecheck/fp8.hpp"
 #include "ropecheck/reference/oracle.hpp"
 #include "ropecheck/tensorio/tensorio.hpp"
+#include "ropecheck/verify/fp8_chain.hpp"
 #include "ropecheck/verify/verify.hpp"
 
 #include <cstdint>
@@ -41,11 +42,9 @@ namespace ropecheck::scan {
 enum class ScaleGranularity { tensor, head, token_head };
 const char* name(ScaleGranularity g);
 
-struct FusedChain {
-  Fp8Format format = Fp8Format::e4m3fn;
-  Fp8Overflow overflow = Fp8Overflow::saturate;
-  bool divide = false;                // scale convention: q = r / scale (else r * scale)
-  std::optional<Dtype> intermediate;  // rounding of v before the scale (nullopt: none)
+// The value chain (format, overflow, scale convention, intermediate rounding) is
+// verify::Fp8Chain, shared with the reports' FP8 section; a fused dump adds where it is stored.
+struct FusedChain : verify::Fp8Chain {
   ScaleGranularity granularity = ScaleGranularity::tensor;
   std::int64_t row_offset = 0;  // where the RoPE output starts in a cache row (elements)
   bool one_head_rows = false;   // cache_layout sd: rows hold one head ([..., W])
@@ -86,11 +85,7 @@ FusedResult check_fused(const FusedTensors& t, const FusedChain& chain,
                         const verify::PairChecker& checker, const reference::Oracle& oracle,
                         int max_failures);
 
-// The accepted byte values of one element: the chain's images of lo and hi (value order).
-struct ChainRange {
-  double lo = 0, hi = 0;  // fp8 values; an end that overflowed to NaN stands at +-max
-  bool nan_ok = false;    // an end overflowed to NaN (overflow nan): NaN is accepted too
-};
-ChainRange chain_range(const FusedChain& c, double lo, double hi, double scale);
+using verify::chain_range;
+using verify::ChainRange;
 
 }  // namespace ropecheck::scan
