@@ -133,6 +133,10 @@ struct ConfigResult {
   Policy policy{};  // the plugin's declared policy for this dtype (printed with each replay)
   std::string partial_specs;  // the differential's partial-rotary specs, "rd/hd, ..." (coverage)
   std::string structural;     // the structural variants it ran (structural_coverage)
+  // The directed backward differential (BackwardMatchesReferenceWithinBound's directed cases):
+  // its vectors and figures, and the structural variants and partial specs it ran.
+  verify::Summary bwd;
+  std::string bwd_partial_specs, bwd_structural;
 };
 
 // The named classification of one configuration in validation.json: the fault kind when the
@@ -770,13 +774,29 @@ std::int64_t unconstrained_from(const verify::PairChecker& c, const RopeSpec& s,
   return hi;
 }
 
+// The directed positions of the run: the forward's, or (backward) the backward view's, which
+// calls apply_backward at their negations, i.e. at the forward's directed positions (the view's
+// own domain, the kernel's negated, would mostly miss the positive boundaries).
+std::vector<std::int64_t> run_positions(const Kernel& kernel, bool backward) {
+  std::vector<std::int64_t> p = directed_positions(kernel.domain());
+  if (backward)
+    for (auto& m : p) m = -m;  // |m| <= INT64_MAX: directed_positions never holds INT64_MIN
+  return p;
+}
+
 // Differential check of one configuration on directed specs and positions. A poisoned plugin
 // stops it with the figures so far and no cell (the caller's fault cell is the verdict).
-void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult& cr,
+// backward: the same check of apply_backward, run on props::backward_view (B(g, m) as a rotation
+// by -m, against s R(-m) g = s R(m)^T g exactly), with every structural variant and coverage rule
+// of the forward's: the directed counterpart of the random BackwardMatchesReferenceWithinBound.
+void differential(const plugin::PluginKernel& pk, const Kernel& kernel, ConfigResult& cr,
                   std::uint64_t seed, const std::vector<RopeSpec>& extra_specs,
-                  const std::vector<std::vector<RopeSpec>>& variant_groups, ref::OracleMode mode) {
+                  const std::vector<std::vector<RopeSpec>>& variant_groups, ref::OracleMode mode,
+                  bool backward = false) {
   const Dtype d = cr.dtype;
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng(backward ? seed ^ 0x9e3779b97f4a7c15ULL : seed);  // g independent of x
+  const std::unique_ptr<Kernel> view = backward ? props::backward_view(kernel) : nullptr;
+  const Kernel& k = backward ? *view : kernel;
   const Domain dom = k.domain();
   std::vector<RopeSpec> specs = directed_specs(k, d, cr.layout);
   for (const RopeSpec& s : extra_specs)
@@ -792,7 +812,7 @@ void differential(const plugin::PluginKernel& pk, const Kernel& k, ConfigResult&
       }
   }
   for (const RopeSpec& s : scaled_specs(k, d, specs)) specs.push_back(s);
-  const std::vector<std::int64_t> pos1 = directed_positions(dom);
+  const std::vector<std::int64_t> pos1 = run_positions(kernel, backward);
   int supported = 0;
   std::int64_t unconstrained = -1;
   Differential st;
@@ -994,6 +1014,43 @@ std::string unconstrained_text(const ConfigResult& r) {
          "than 2 rad, so any rotation passes; err and % are over the other pairs)";
 }
 
+// The lines under the table that hold for a group of configurations ("<prefix><text> [f32 half,
+// bf16 half]"): where the declared angle precision stops constraining the rotation (the * cells),
+// which partial-rotary specs and structural variants the differential ran, and the backward's
+// directed cases (BackwardMatchesReferenceWithinBound): vectors and figures.
+void print_coverage(const std::vector<ConfigResult>& results) {
+  using Groups = std::map<std::string, std::vector<std::string>>;
+  const auto print_groups = [](const char* prefix, const Groups& g) {
+    for (const auto& [text, cfgs] : g) {
+      std::cout << prefix << text << " [";
+      for (std::size_t i = 0; i < cfgs.size(); ++i) std::cout << (i ? ", " : "") << cfgs[i];
+      std::cout << "]\n";
+    }
+  };
+  Groups capped, partial, structural, backward;
+  for (const auto& r : results) {
+    const std::string cfg = std::string(name(r.dtype)) + " " + name(r.layout);
+    if (r.differential.text == "pass" && r.diff.unconstrained_pairs > 0)
+      capped[unconstrained_text(r)].push_back(cfg);
+    partial[r.partial_specs.empty() ? std::string("none accepted by supports()") : r.partial_specs]
+        .push_back(cfg);
+    if (!r.structural.empty()) structural[r.structural].push_back(cfg);
+    if (r.bwd.vectors > 0)
+      backward[std::to_string(r.bwd.vectors) + " vectors, worst " +
+               verify::fmt(r.bwd.max_error_u, 3) + "u, " +
+               verify::fmt(100 * r.bwd.max_utilization, 3) + "% of the bound" +
+               (r.bwd_structural.empty() ? "" : "; " + r.bwd_structural)]
+          .push_back(cfg);
+  }
+  print_groups("* ", capped);
+  print_groups("partial rotary (rotary_dim/head_dim) in the differential: ", partial);
+  print_groups("structural variants in the differential (>= 4 pairs): ", structural);
+  print_groups(
+      "backward directed differential (apply_backward vs s R(m)^T g, the forward's "
+      "directed specs and positions): ",
+      backward);
+}
+
 bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptions& o) {
   const int w0 = 37;  // the longest property name (35) + 2
   // The differential cells first: the columns are as wide as their widest cell (+ 2), so a
@@ -1030,29 +1087,7 @@ bool print_summary(const std::vector<ConfigResult>& results, const ValidateOptio
             << " per property; vectors: differential vectors vs the exact reference; err: worst "
                "per-pair error in units of the dtype's unit roundoff; %: of the derived bound for "
                "the declared policy)\n";
-  // Lines that hold for a group of configurations: "<prefix><text> [f32 half, bf16 half]".
-  using Groups = std::map<std::string, std::vector<std::string>>;
-  const auto print_groups = [](const char* prefix, const Groups& g) {
-    for (const auto& [text, cfgs] : g) {
-      std::cout << prefix << text << " [";
-      for (std::size_t i = 0; i < cfgs.size(); ++i) std::cout << (i ? ", " : "") << cfgs[i];
-      std::cout << "]\n";
-    }
-  };
-  // Where the declared angle precision stops constraining the rotation (the * cells), and which
-  // partial-rotary specs the differential ran.
-  Groups capped, partial, structural;
-  for (const auto& r : results) {
-    const std::string cfg = std::string(name(r.dtype)) + " " + name(r.layout);
-    if (r.differential.text == "pass" && r.diff.unconstrained_pairs > 0)
-      capped[unconstrained_text(r)].push_back(cfg);
-    partial[r.partial_specs.empty() ? std::string("none accepted by supports()") : r.partial_specs]
-        .push_back(cfg);
-    if (!r.structural.empty()) structural[r.structural].push_back(cfg);
-  }
-  print_groups("* ", capped);
-  print_groups("partial rotary (rotary_dim/head_dim) in the differential: ", partial);
-  print_groups("structural variants in the differential (>= 4 pairs): ", structural);
+  print_coverage(results);
   // Not applicable: the reason follows from the declaration; one line per property and reason.
   std::map<std::string, std::vector<std::string>> na;
   for (const auto& r : results)
@@ -1121,6 +1156,12 @@ nlohmann::json config_json(const ConfigResult& r, const ValidateOptions& o) {
   jc["differential"] = diff;
   for (const auto& [p, c] : r.properties) {
     nlohmann::json jp = cell_json(c);
+    if (p == props::Property::BackwardMatchesReferenceWithinBound && r.bwd.vectors > 0)
+      jp["directed"] = {{"vectors", r.bwd.vectors},
+                        {"worst_pair_error_u", r.bwd.max_error_u},
+                        {"worst_bound_utilization", r.bwd.max_utilization},
+                        {"partial_specs", r.bwd_partial_specs},
+                        {"structural_variants", r.bwd_structural}};
     if (c.failed && c.text != "not run") jp["replay"] = replay_command(o, r, props::name(p));
     jc["properties"][props::name(p)] = jp;
   }
@@ -1346,6 +1387,39 @@ struct Config {
   Layout layout;
 };
 
+// A differential run's figures (the table's and validation.json's) into a job's result.
+void take_figures(const ConfigResult& cr, CheckResult& r) {
+  r.vectors = cr.diff.vectors;
+  r.max_error_u = cr.diff.max_error_u;
+  r.max_utilization = cr.diff.max_utilization;
+  r.nonfinite_output = cr.nonfinite_output;
+  r.partial_specs = cr.partial_specs;
+  r.structural = cr.structural;
+  r.max_error_u_constrained = cr.diff.max_error_u_constrained;
+  r.max_utilization_constrained = cr.diff.max_utilization_constrained;
+  r.unconstrained_pairs = cr.diff.unconstrained_pairs;
+  r.min_unconstrained_position = cr.diff.min_unconstrained_position;
+}
+
+// BackwardMatchesReferenceWithinBound's directed cases, before its random ones: the differential
+// check of apply_backward (differential(), backward) on the configuration's directed specs and
+// positions. A failure or coverage gap is the property's verdict (r.cell); the figures go to r
+// either way (validation.json's "directed", the summary's backward line).
+void backward_differential(const plugin::PluginKernel& pk, const Kernel& k, const Config& cfg,
+                           const ValidateOptions& o, const Plan& plan, CheckResult& r) {
+  ConfigResult cr{cfg.dtype, cfg.layout, {}, {}, {}, false, std::nullopt, {}, {}, {}};
+  differential(pk, k, cr, o.seed, plan.extra_specs, plan.variant_groups,
+               o.oracle == "mpfr" ? ref::OracleMode::mpfr : ref::OracleMode::fast, true);
+  take_figures(cr, r);
+  if (!cr.differential.failed) return;
+  r.cell = cr.differential;
+  r.cell.cases = 0;  // no random case ran (the cell's "after N passing cases")
+  r.cell.detail =
+      "directed backward differential (apply_backward against s R(m)^T g on the "
+      "directed specs; the view rotates by -m, so the positions shown are negated): " +
+      r.cell.detail;
+}
+
 // One check of one configuration on plugin pk. A fault is the verdict of the check that met it.
 CheckResult run_check(plugin::PluginKernel& pk, const Config& cfg, int check,
                       const ValidateOptions& o, const Plan& plan) {
@@ -1362,19 +1436,15 @@ CheckResult run_check(plugin::PluginKernel& pk, const Config& cfg, int check,
     differential(pk, k, cr, o.seed, plan.extra_specs, plan.variant_groups,
                  o.oracle == "mpfr" ? ref::OracleMode::mpfr : ref::OracleMode::fast);
     r.cell = cr.differential;
-    r.vectors = cr.diff.vectors;
-    r.max_error_u = cr.diff.max_error_u;
-    r.max_utilization = cr.diff.max_utilization;
-    r.nonfinite_output = cr.nonfinite_output;
-    r.partial_specs = cr.partial_specs;
-    r.structural = cr.structural;
-    r.max_error_u_constrained = cr.diff.max_error_u_constrained;
-    r.max_utilization_constrained = cr.diff.max_utilization_constrained;
-    r.unconstrained_pairs = cr.diff.unconstrained_pairs;
-    r.min_unconstrained_position = cr.diff.min_unconstrained_position;
+    take_figures(cr, r);
   } else {
     const props::Property p = props::all_properties()[static_cast<std::size_t>(check - 1)];
-    r.cell = run_property(pk, k, p, d, cfg.layout, o, plan.variants, plan.hf_spec, plan.only_spec);
+    const bool directed =
+        p == props::Property::BackwardMatchesReferenceWithinBound && k.has_backward();
+    if (directed) backward_differential(pk, k, cfg, o, plan, r);
+    if (!r.cell.failed && !pk.poisoned())
+      r.cell =
+          run_property(pk, k, p, d, cfg.layout, o, plan.variants, plan.hf_spec, plan.only_spec);
   }
   if (pk.poisoned()) {
     const auto& f = pk.faults().front();
@@ -1433,6 +1503,13 @@ ConfigResult assemble(const Config& cfg, const std::vector<const CheckResult*>& 
     } else {
       c = r->cell;
       calls += r->calls;
+      if (all[i] == props::Property::BackwardMatchesReferenceWithinBound) {
+        cr.bwd.vectors = r->vectors;
+        cr.bwd.max_error_u = r->max_error_u;
+        cr.bwd.max_utilization = r->max_utilization;
+        cr.bwd_partial_specs = r->partial_specs;
+        cr.bwd_structural = r->structural;
+      }
       if (r->fault) {
         if (!cr.fault) cr.fault = r->fault;
         if (fatal(*r->fault)) config_fault = r->fault;

@@ -219,7 +219,10 @@ static int c_apply(const ropecheck_spec* s, const ropecheck_tensor* t, void* use
  *   1  correct: grad_x = s R(m)^T g, i.e. the forward's code at position -m (sin negated), and
  *      the pass-through gradient copied
  *   2  the forward run on the gradient (sin not negated): the "backward = forward" bug
- *   3  correct rotation, but 1.0 written into the pass-through gradient (Apex PR #1750) */
+ *   3  correct rotation, but 1.0 written into the pass-through gradient (Apex PR #1750)
+ *   4  correct on a contiguous gradient; on a strided one (head_stride > head_dim: a separate
+ *      path for non-contiguous gradients) the forward runs on it: a bug on one structural path,
+ *      which only the directed backward differential calls with values checked */
 #ifndef PLUGIN_BACKWARD
 #define PLUGIN_BACKWARD 0
 #endif
@@ -234,7 +237,9 @@ static int c_apply_backward(const ropecheck_spec* s, const ropecheck_tensor* t, 
     const double m = (double)t->positions[tok];
     for (int64_t h = 0; h < t->n_heads; ++h) {
       const int64_t base_off = tok * t->token_stride + h * t->head_stride;
-      rotate_pairs(s, t, PLUGIN_BACKWARD == 2 ? m : -m, base_off);
+      const int forward =
+          PLUGIN_BACKWARD == 2 || (PLUGIN_BACKWARD == 4 && t->head_stride != s->head_dim);
+      rotate_pairs(s, t, forward ? m : -m, base_off);
       copy_pass_through(s, t, base_off);
 #if PLUGIN_BACKWARD == 3
       for (int64_t j = s->rotary_dim; j < s->head_dim; ++j)
