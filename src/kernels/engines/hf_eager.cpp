@@ -37,8 +37,8 @@ class HfEagerKernel final : public EngineBase {
             "huggingface/transformers src/transformers/models/llama/modeling_llama.py @ "
             "5dd4a63548857797727ae73eeb6a6e886ea02a3e; src/transformers/modeling_rope_utils.py @ "
             "0044e3b3facff1a1ad60b235c69d5b45beae75a4",
-            "bit for bit against the upstream functions run in PyTorch 1.13 CPU "
-            "(ctest engines_torch)",
+            "bit for bit against a golden set made by those functions at those commits in PyTorch "
+            "1.13 CPU (60,160 outputs; src/python/tests/golden/hf_eager.npz; ctest engines_torch)",
             "trig: glibc cosf/sinf, PyTorch's scalar CPU loop (ATEN_CPU_CAPABILITY=default); "
             "PyTorch's AVX2/AVX-512 loops (SLEEF u10) and CUDA cosf/sinf differ by 1-2 ulp in "
             "some table entries, covered by the declared trig_error"};

@@ -39,8 +39,9 @@ class VllmNativeKernel final : public EngineBase {
             "04458da08417899fc04046216c986d28abeb85af; "
             "vllm/model_executor/layers/rotary_embedding/common.py @ "
             "002d181a55a03803d7d69547846630069d2378b8",
-            "bit for bit against the upstream functions run in PyTorch 1.13 CPU "
-            "(ctest engines_torch)",
+            "bit for bit against a golden set made by those functions at those commits in PyTorch "
+            "1.13 CPU (33,792 outputs; src/python/tests/golden/vllm_native.npz; ctest "
+            "engines_torch)",
             "trig: glibc cosf/sinf, PyTorch's scalar CPU loop (ATEN_CPU_CAPABILITY=default); "
             "the cache built by PyTorch's AVX2/AVX-512 loops (SLEEF u10) or on the GPU differs by "
             "1-2 ulp in some entries, covered by the declared trig_error"};
