@@ -86,6 +86,8 @@ const std::vector<Family>& families() {
       {"qwen3_moe", true, std::nullopt, 1.0, {}, {}},
       {"qwen2_vl", true, std::nullopt, 1.0, {}, {}},
       {"qwen2_5_vl", true, std::nullopt, 1.0, {}, {}},
+      {"qwen3_vl", true, std::nullopt, 1.0, {}, {}},
+      {"qwen3_vl_text", true, std::nullopt, 1.0, {}, {}},
       {"phi3", true, std::nullopt, 1.0, {}, {}},
       {"phi", true, 10000.0, 0.5, {}, {}},
       {"stablelm", true, 10000.0, 0.25, {}, {}},

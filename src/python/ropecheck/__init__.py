@@ -399,8 +399,9 @@ def _batch_rows(pos):
     """How many batch rows B the tokens of one call are split into for the 4-D layouts: 1 (one
     sequence, T = tokens), tokens (a decode step: T = 1, each row at its own position) or a
     divisor in between (B > 1 and T > 1), a function of the call's own numbers, so a call drawn
-    again (shrinking, in-place vs out-of-place) gets the same shape. Two in three calls of more
-    than one token have B > 1."""
+    again (shrinking, in-place vs out-of-place) gets the same shape. About two in three calls
+    of more than one token have B > 1. Failures still name the token in call order: token
+    b*T + t is row b, column t of fn's call."""
     n = pos.shape[0]
     if n < 2:
         return 1

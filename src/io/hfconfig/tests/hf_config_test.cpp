@@ -315,6 +315,21 @@ TEST(HfFamilies, LlamaMistralQwen) {
   EXPECT_EQ(vl.layout, Layout::mrope);
 }
 
+// Qwen3-VL nests the language model (and its interleaved M-RoPE) in text_config.
+TEST(HfFamilies, Qwen3VlTextConfig) {
+  const RopeSpec s = spec_from_hf_config(json::parse(R"({
+    "architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
+    "image_token_id": 151655, "vision_config": {"depth": 27, "hidden_size": 1152,
+      "num_position_embeddings": 2304, "patch_size": 16},
+    "text_config": {"model_type": "qwen3_vl_text", "head_dim": 128, "hidden_size": 4096,
+      "num_attention_heads": 32, "max_position_embeddings": 262144, "rope_theta": 5000000,
+      "rope_scaling": {"mrope_interleaved": true, "mrope_section": [24, 20, 20],
+                       "rope_type": "default"}}})"));
+  EXPECT_EQ(s.layout, Layout::imrope);
+  EXPECT_EQ(s.base, 5e6);
+  EXPECT_EQ(s.head_dim, 128);
+}
+
 TEST(HfFamilies, GptOssAndGemma2) {
   const RopeSpec o = spec_from_hf_config(json::parse(R"({
     "model_type": "gpt_oss", "head_dim": 64, "hidden_size": 2880, "num_attention_heads": 64,
