@@ -48,19 +48,22 @@ std::vector<double> numbers(const json& j, const std::string& key) {
 bool given(const json& j, const char* k) { return j.contains(k) && !j[k].is_null(); }
 
 // ---- stage 1: the family ----------------------------------------------------------------------
-// What each family's transformers code reads, from huggingface/transformers (commits of the files
-// read): configuration_gpt_neox.py @008e5743 (rope_theta <- rotary_emb_base, partial_rotary_factor
-// <- rotary_pct, default 0.25); configuration_gptj.py @0bedd330 and configuration_codegen.py
-// @0300cc14 (rotary_dim, default 64; n_embd, n_head, n_positions); modeling_gptj.py @cb6cd7e9
-// (create_sinusoidal_positions over rotary_dim with base 10000, rotate_every_two: pairs (2i, 2i+1);
-// CodeGen copies it); configuration_deepseek_v3.py @0fc683d1 (qk_rope_head_dim default 64,
-// rope_interleave default true, rope_theta 10000); configuration_stablelm.py
-// (partial_rotary_factor 0.25, rope_theta 10000); configuration_phi.py @008e5743
-// (partial_rotary_factor 0.5); configuration_falcon.py @05585536 (n_head, alibi: no RoPE at
-// all); configuration_gemma3.py @d98ac17c (rope_local_base_freq: the sliding-window layers'
-// base, unscaled; rope_theta and rope_scaling: the full-attention layers'); transformers 5.x
-// rope_parameters keyed by layer type ({"full_attention": {...}, "sliding_attention": {...}}).
-// ChatGLM2/3 and GLM-4 (THUDM, remote code modeling_chatglm.py, RotaryEmbedding.forward_impl and
+// What each family's transformers code reads, from huggingface/transformers (the commits of the
+// files read): configuration_gpt_neox.py @008e5743 (rope_theta <- rotary_emb_base,
+// partial_rotary_factor <- rotary_pct, default 0.25); configuration_gptj.py @0bedd330 and
+// configuration_codegen.py @0300cc14 (rotary_dim, default 64; n_embd, n_head, n_positions);
+// GPT-J's modeling (create_sinusoidal_positions over rotary_dim with base 10000,
+// rotate_every_two: pairs (2i, 2i+1); CodeGen copies it); configuration_deepseek_v3.py @0fc683d1
+// (qk_rope_head_dim default 64, rope_interleave default true, rope_theta 10000) and
+// modeling_deepseek_v3.py @f5a9ec51 (apply_rotary_pos_emb_interleave: q_pe / k_pe taken as pairs
+// (2i, 2i+1), de-interleaved, then rotate_half: the rotation pairs interleaved elements);
+// configuration_stablelm.py @1459750d (partial_rotary_factor 0.25, rope_theta 10000);
+// configuration_phi.py @008e5743 (partial_rotary_factor 0.5); configuration_falcon.py @05585536
+// (n_head; alibi: ALiBi biases instead of RoPE); modular_gemma3.py @d903f323
+// (Gemma3TextConfig.convert_rope_params_to_dict: full_attention takes rope_theta and
+// rope_scaling, sliding_attention rope_local_base_freq with the default rope type; transformers
+// 5 rope_parameters keyed by layer type). ChatGLM2/3 and GLM-4 (THUDM's remote code
+// modeling_chatglm.py on the Hugging Face Hub: RotaryEmbedding.forward_impl and
 // ChatGLMModel.__init__): head dim kv_channels, RotaryEmbedding(kv_channels // 2) rotates the
 // first kv_channels / 2 dims in pairs (2i, 2i+1) (apply_rotary_pos_emb reshapes to [..., 2]),
 // base 10000 * rope_ratio.
@@ -301,7 +304,9 @@ FamilyReading read_family(json& n, const Family& fam, const std::string& layer_t
       fail("'head_dim' differs from 'qk_rope_head_dim' (DeepSeek-V3's RoPE head)");
     n["head_dim"] = d;
     // HF permutes q_pe / k_pe from pairs (2i, 2i+1) to rotate_half order before rotating
-    // (apply_rotary_pos_emb_interleave): the rotation's pairs are interleaved.
+    // (apply_rotary_pos_emb_interleave): the rotation's pairs are interleaved. HF returns the
+    // result in that de-interleaved order (the same permutation of q and k, invisible to the
+    // scores); a kernel that rotates in place returns the interleaved order the spec describes.
     bool inter = true;
     if (given(n, "rope_interleave")) {
       if (!n["rope_interleave"].is_boolean()) fail("'rope_interleave' must be true or false");
