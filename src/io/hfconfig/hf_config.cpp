@@ -83,12 +83,12 @@ const std::vector<Family>& families() {
       {"llama", true, 10000.0, 1.0, {}, {}},
       {"mistral", true, std::nullopt, 1.0, {}, {}},
       {"mixtral", true, std::nullopt, 1.0, {}, {}},
-      {"qwen2", true, std::nullopt, 1.0, {}, {}},
-      {"qwen2_moe", true, std::nullopt, 1.0, {}, {}},
-      {"qwen3", true, std::nullopt, 1.0, {}, {}},
-      {"qwen3_moe", true, std::nullopt, 1.0, {}, {}},
-      {"qwen2_vl", true, std::nullopt, 1.0, {}, {}},
-      {"qwen2_5_vl", true, std::nullopt, 1.0, {}, {}},
+      {"qwen2", true, std::nullopt, 1.0, {}, {"use_mrope"}},
+      {"qwen2_moe", true, std::nullopt, 1.0, {}, {"use_mrope"}},
+      {"qwen3", true, std::nullopt, 1.0, {}, {"use_mrope"}},
+      {"qwen3_moe", true, std::nullopt, 1.0, {}, {"use_mrope"}},
+      {"qwen2_vl", true, std::nullopt, 1.0, {}, {"use_mrope"}},
+      {"qwen2_5_vl", true, std::nullopt, 1.0, {}, {"use_mrope"}},
       {"qwen3_vl", true, std::nullopt, 1.0, {}, {}},
       {"qwen3_vl_text", true, std::nullopt, 1.0, {}, {}},
       {"phi3", true, std::nullopt, 1.0, {}, {}},
@@ -118,7 +118,7 @@ const std::vector<Family>& families() {
        {{"n_embd", "hidden_size"},
         {"n_head", "num_attention_heads"},
         {"n_positions", "max_position_embeddings"}},
-       {"rotary_dim"}},
+       {"rotary_dim", "rotary"}},
       {"codegen",
        false,
        10000.0,
@@ -126,7 +126,7 @@ const std::vector<Family>& families() {
        {{"n_embd", "hidden_size"},
         {"n_head", "num_attention_heads"},
         {"n_positions", "max_position_embeddings"}},
-       {"rotary_dim"}},
+       {"rotary_dim", "rotary"}},
       {"deepseek_v3", true, 10000.0, 1.0, {}, {"qk_rope_head_dim", "rope_interleave"}},
       {"chatglm",
        false,
@@ -290,6 +290,20 @@ FamilyReading read_family(json& n, const Family& fam, const std::string& layer_t
     n.erase(from);
   }
   const std::string mt = fam.model_type;
+  // Flags saved in real configs that the family's transformers code never reads: Qwen's
+  // use_mrope (false in Qwen2/2.5 configs; M-RoPE comes from mrope_section) and GPT-J's rotary
+  // (true in GPT-J-6B's config; its code always rotates). A value saying otherwise contradicts
+  // what the code does and is refused.
+  const auto flag = [&n](const char* k) {
+    if (!n[k].is_boolean()) fail(std::string("'") + k + "' must be true or false");
+    const bool v = n[k].get<bool>();
+    n.erase(k);
+    return v;
+  };
+  if (given(n, "use_mrope") && flag("use_mrope") && !has_in_rope_dict(n, "mrope_section"))
+    fail("'use_mrope' is true but the rope dictionary has no mrope_section");
+  if (given(n, "rotary") && !flag("rotary"))
+    fail("'rotary' is false: " + mt + "'s code rotates rotary_dim dims regardless");
   if (mt == "gptj" || mt == "codegen") {
     if (n.contains("rotary_dim") && n["rotary_dim"].is_null())
       fail("'rotary_dim' is null: " + mt + "'s code then rotates by the whole embedding width");

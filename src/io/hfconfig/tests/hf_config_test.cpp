@@ -209,7 +209,8 @@ TEST(HfFamilies, GptNeoxPythia) {
 TEST(HfFamilies, GptJ) {
   json c = json::parse(R"({
     "architectures": ["GPTJForCausalLM"], "model_type": "gptj", "n_embd": 4096, "n_head": 16,
-    "n_layer": 28, "n_positions": 2048, "rotary_dim": 64, "activation_function": "gelu_new",
+    "n_layer": 28, "n_positions": 2048, "rotary": true, "rotary_dim": 64,
+    "activation_function": "gelu_new",
     "layer_norm_epsilon": 1e-05, "vocab_size": 50400, "tie_word_embeddings": false})");
   const RopeSpec s = spec_from_hf_config(c);
   EXPECT_EQ(s.head_dim, 256);
@@ -217,6 +218,9 @@ TEST(HfFamilies, GptJ) {
   EXPECT_EQ(s.base, 10000.0);
   EXPECT_EQ(s.layout, Layout::interleaved);
   EXPECT_EQ(s.pair(31), (std::pair<std::int64_t, std::int64_t>{62, 63}));
+  c["rotary"] = false;  // an unread flag that contradicts the code: refused
+  EXPECT_NE(refusal(c).find("'rotary' is false"), std::string::npos);
+  c["rotary"] = true;
   c["rope_theta"] = 500000;  // GPT-J's code does not read it: refused, not ignored
   EXPECT_NE(refusal(c).find("'rope_theta' is a RoPE key that is not read for model_type 'gptj'"),
             std::string::npos);
@@ -298,11 +302,16 @@ TEST(HfFamilies, LlamaMistralQwen) {
   const RopeSpec q = spec_from_hf_config(json::parse(R"({
     "model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28,
     "max_position_embeddings": 32768, "rope_theta": 1000000.0, "use_sliding_window": false,
+    "use_mrope": false,
     "max_window_layers": 28, "rope_scaling": {"factor": 4.0,
     "original_max_position_embeddings": 32768, "type": "yarn"}})"));
   EXPECT_EQ(q.head_dim, 128);
   EXPECT_EQ(q.scaling.kind, ScalingKind::yarn);
   EXPECT_EQ(q.scaling.factor, 4.0);
+  EXPECT_NE(refusal(json::parse(R"({"model_type": "qwen2", "hidden_size": 3584,
+    "num_attention_heads": 28, "rope_theta": 1000000.0, "use_mrope": true})"))
+                .find("'use_mrope' is true but the rope dictionary has no mrope_section"),
+            std::string::npos);
   // Families whose default base is not read here must give rope_theta.
   EXPECT_NE(refusal(json::parse(R"({"model_type": "qwen2", "hidden_size": 3584,
     "num_attention_heads": 28})"))
