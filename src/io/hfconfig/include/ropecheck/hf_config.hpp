@@ -32,7 +32,9 @@ struct HfConfigOptions {
 std::vector<std::string> hf_families();
 
 // Throws SpecError on unknown/contradictory fields or an invalid resulting spec. The result is
-// normalized. Layout: half (HF rotate_half), or mrope / imrope when mrope_section is given.
+// normalized. Layout: half (HF rotate_half), mrope / imrope when mrope_section is given,
+// interleaved for the families that pair (2i, 2i+1) (gptj, codegen, chatglm, deepseek_v3 with
+// rope_interleave).
 RopeSpec spec_from_hf_config(const nlohmann::json& config, const HfConfigOptions& opts = {});
 // Reads the file first (SpecError when it cannot be read or is not JSON).
 RopeSpec read_hf_config(const std::string& path, const HfConfigOptions& opts = {});
