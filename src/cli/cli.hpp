@@ -55,6 +55,7 @@ int report_verdict(const nlohmann::json& report);
 struct HfConfigArg {
   std::string path;
   std::int64_t seq_len = 0;  // current sequence length for dynamic NTK / LongRoPE
+  std::string layer_type;    // --hf-layer-type: which RoPE of a config with one per layer type
   // The model's spec (SpecError on a bad config -> exit 2); none without --hf-config.
   std::optional<RopeSpec> read() const;
 };

@@ -995,6 +995,7 @@ std::string replay_command(const ValidateOptions& o, const ConfigResult& r,
   if (o.worker_memory != 8192) c << " --worker-memory " << o.worker_memory;
   if (!o.hf.path.empty()) c << " --hf-config " << o.hf.path;
   if (o.hf.seq_len) c << " --seq-len " << o.hf.seq_len;
+  if (!o.hf.layer_type.empty()) c << " --hf-layer-type " << o.hf.layer_type;
   if (!o.spec.empty()) c << " --spec '" << o.spec << "'";
   return c.str();
 }
