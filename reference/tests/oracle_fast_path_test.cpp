@@ -369,6 +369,37 @@ TEST(OracleFastPath, ServesPositionsUpToTwoToThe62AndNoFurther) {
   }
 }
 
+// The fast range (oracle.hpp): an input element or a magnitude s outside [2^-900, 2^900] sends the
+// vector to MPFR whatever is asked (the dd error terms would underflow: two_prod is exact only
+// for |a b| >= 2^-969, and the bound is relative), one fallback per vector; inside, the same
+// question on the same kind of vector is answered without MPFR. The question asked is about a
+// pair that does not hold the odd element, so only the range rule can send it to MPFR.
+TEST(OracleFastPath, InputsAndMagnitudesOutsideTheFastRangeFallBack) {
+  const RopeSpec s = make_spec(16, Layout::half, 10000, 1);
+  const Oracle fast(s), slow(s, OracleMode::mpfr);
+  const Rotation rf = fast.at({12345}), rs = slow.at({12345});
+  for (double odd : {0x1p-950, 0x1p-901, 0x1p901, 0x1p950, 0x1p-899, 0x1p899}) {
+    std::vector<double> x(static_cast<std::size_t>(s.head_dim));
+    for (std::size_t j = 0; j < x.size(); ++j) x[j] = 0.3 + 0.1 * static_cast<double>(j);
+    x[5] = odd;  // pair 5 = (5, 13); the question is about element 0, of pair 0 = (0, 8)
+    const bool outside = std::fabs(odd) < 0x1p-900 || std::fabs(odd) > 0x1p900;
+    const std::int64_t before = fast.fallbacks();
+    const ExactVector vf = rf.apply(x.data()), vs = rs.apply(x.data());
+    EXPECT_EQ(vf.rounded(0, Dtype::f64), vs.rounded(0, Dtype::f64)) << odd;
+    EXPECT_EQ(fast.fallbacks() - before, outside ? 1 : 0) << "element " << odd;
+  }
+  for (double scale : {0x1p-950, 0x1p-901, 0x1p901, 0x1p-899, 0x1p899}) {
+    const RopeSpec sc = make_spec(16, Layout::half, 10000, scale);
+    const bool outside = scale < 0x1p-900 || scale > 0x1p900;
+    const Oracle f(sc), m(sc, OracleMode::mpfr);
+    std::vector<double> x(static_cast<std::size_t>(sc.head_dim));
+    for (std::size_t j = 0; j < x.size(); ++j) x[j] = 0.3 + 0.1 * static_cast<double>(j);
+    const ExactVector vf = f.at({12345}).apply(x.data()), vs = m.at({12345}).apply(x.data());
+    EXPECT_EQ(vf.rounded(0, Dtype::f64), vs.rounded(0, Dtype::f64)) << scale;
+    EXPECT_EQ(f.fallbacks(), outside ? 1 : 0) << "magnitude " << scale;
+  }
+}
+
 // ---- Each term of the bound is needed -----------------------------------------------------------
 
 struct Scenario {
