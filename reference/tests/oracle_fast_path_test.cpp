@@ -214,9 +214,13 @@ TEST(OracleFastPath, StatedBoundIsTheDocumentedFormula) {
         const ExactVector v = r.apply(x.data());
         const auto fa = v.fast_value(a), fb = v.fast_value(b);
         ASSERT_TRUE(fa.valid && fb.valid);
+        // Within 2^-50 relative, not bit for bit: a compiler may contract the oracle's
+        // expression into an FMA in its FMA clone (clang's default -ffp-contract=on). Every term
+        // checked here is >= 2^-16 of the bound (the 1.0001 margin of the angle term at m = 2^62
+        // is the smallest) except 4 2^-p at p = 160, which only a witness shows (MpfrRoundings).
         const double want = documented_bound(s, i, m, x);
-        EXPECT_EQ(fa.err, want) << describe(s) << " m " << m << " pair " << i;
-        EXPECT_EQ(fb.err, want) << describe(s) << " m " << m << " pair " << i;
+        EXPECT_NEAR(fa.err, want, 0x1p-50 * want) << describe(s) << " m " << m << " pair " << i;
+        EXPECT_NEAR(fb.err, want, 0x1p-50 * want) << describe(s) << " m " << m << " pair " << i;
         ++checked;
       }
     }
