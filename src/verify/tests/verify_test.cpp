@@ -113,6 +113,43 @@ TEST(VerifyCompareVector, PassthroughIsBitExactIncludingSignOfZeroAndNaN) {
   EXPECT_FALSE(compare_vector(s, Dtype::f32, x, ex, got).passthrough_exact);
 }
 
+// The ULP figure divides by the ulp of round(exact) (CORE-MATH's convention), which differs from
+// the ulp of exact or of got only across a power of two: the spacing below 2^k is half the spacing
+// above. exact = 2^k - 2^(k-p-2) (a quarter of the spacing below; it rounds to 2^k, whose ulp is
+// 2^(k-p+1)); got = 2^k, its lower neighbour 2^k - 2^(k-p), its upper neighbour 2^k + 2^(k-p+1):
+//   got       |got - exact|      / ulp(2^k)   / ulp(got)   / ulp(exact) = 2^(k-p)
+//   2^k       2^(k-p-2)          1/8          1/8          1/4
+//   below     3 2^(k-p-2)        3/8          3/4          3/4
+//   above     9 2^(k-p-2)        9/8          9/8          9/4
+// All exact in double, so the figures are compared with ==. (For f64 the "ulp of exact" mistake
+// made by converting exact to a double is the same as the right one: RN_f64(exact) is
+// round(exact).)
+TEST(VerifyCompareVector, UlpFigureAtAPowerOfTwoUsesTheUlpOfTheRoundedExactValue) {
+  const RopeSpec s = make_spec(2, 2, Layout::interleaved);
+  const std::vector<double> x = {1.0, 0.0};
+  for (Dtype d : kAllDtypes) {
+    const int p = traits(d).digits;
+    for (int k : {0, 3, -5})
+      for (double sign : {1.0, -1.0}) {
+        const double top = sign * std::ldexp(1.0, k);
+        ref::MpVector ex(2);
+        ex(0) = ref::exact(top) - ref::exact(sign * std::ldexp(1.0, k - p - 2));
+        ex(1) = ref::exact(0.0);
+        ASSERT_EQ(ref::round_to(ex(0), d), top) << name(d);
+        const struct {
+          double got, want;
+        } cases[] = {{top, 1.0 / 8},
+                     {top - sign * std::ldexp(1.0, k - p), 3.0 / 8},
+                     {top + sign * std::ldexp(1.0, k - p + 1), 9.0 / 8}};
+        for (const auto& c : cases) {
+          const VectorError e = compare_vector(s, d, x, ex, {c.got, 0.0});
+          EXPECT_EQ(e.max_ulp, c.want) << name(d) << " k " << k << " got " << c.got;
+          EXPECT_EQ(e.max_ulp_index, 0);
+        }
+      }
+  }
+}
+
 TEST(VerifyCompareVector, RejectsWrongSizes) {
   const RopeSpec s = make_spec(4, 4, Layout::half);
   const std::vector<double> x = {1, 2, 3, 4};
