@@ -676,7 +676,8 @@ void check_outputs(Differential& st, const verify::PairChecker& c, const Directe
       at.head = h;
       const auto& ex = in.exact[t * kDiffHeads + h];
       const verify::VectorCheck v = verify::check_vector(c, at.position, xv, y.data(), ex);
-      for (const auto& p : v.pairs) st.nonfinite_output = st.nonfinite_output || !p.finite;
+      for (const auto& p : v.pairs)
+        st.nonfinite_output = st.nonfinite_output || p.non_finite_fault();
       verify::add_vector(st.summary, c, v, at, xv, y.data(), ex);
       if (st.first_fail.empty() && !st.summary.findings.empty())
         st.first_fail = st.summary.findings.front().message() + " " + context;
