@@ -443,15 +443,21 @@ Resolved resolve_inputs(const CheckOptions& o, Inputs& in) {
   return r;
 }
 
+// The figures of one tensor pair (README, "check.json"); a maximum is null when no pair was
+// measured.
 nlohmann::json result_json(const PairResult& p) {
   const verify::Summary& s = p.summary;
+  const auto figure = [&s](double v) { return s.any ? nlohmann::json(v) : nlohmann::json(); };
   return {{"tensors", p.name},
+          {"passed", p.passed()},
+          {"coverage", p.coverage().empty() ? nlohmann::json() : nlohmann::json(p.coverage())},
           {"vectors", p.vectors},
           {"checked", s.vectors},
           {"skipped_nonfinite_input", p.skipped_nonfinite},
           {"failures", s.failures},
-          {"max_pair_error_u", s.max_error_u},
-          {"max_bound_utilization", s.max_utilization},
+          {"overflowed_elements", s.overflowed},
+          {"max_pair_error_u", figure(s.max_error_u)},
+          {"max_bound_utilization", figure(s.max_utilization)},
           {"max_pair_error_at", s.max_error_at.text()},
           {"max_bound_utilization_at", s.max_utilization_at.text()},
           {"worst", s.max_utilization_at.text()},  // the older name of max_bound_utilization_at
@@ -467,11 +473,12 @@ bool print_results(const std::vector<PairResult>& results) {
   bool any_fail = false;
   for (const auto& p : results) {
     const verify::Summary& s = p.summary;
-    any_fail = any_fail || !s.passed();
+    any_fail = any_fail || !p.passed();
     const std::string util = verify::fmt_apart(s.max_utilization, 1.0).first;
+    // No pair measured: no maxima (not a 0 that reads like a perfect result).
     std::cout << std::left << std::setw(18) << p.name << std::setw(9) << p.vectors << std::setw(9)
-              << s.vectors << std::setw(8) << (s.passed() ? "pass" : "FAIL") << std::setw(14)
-              << verify::fmt(s.max_error_u) << util << "\n";
+              << s.vectors << std::setw(8) << (p.passed() ? "pass" : "FAIL") << std::setw(14)
+              << (s.any ? verify::fmt(s.max_error_u) : "-") << (s.any ? util : "-") << "\n";
     // The largest error and the largest share of the bound are often different pairs (the bound
     // grows with the position).
     if (s.any)
@@ -486,6 +493,11 @@ bool print_results(const std::vector<PairResult>& results) {
     if (p.skipped_nonfinite)
       std::cout << "note: " << p.name << ": " << p.skipped_nonfinite
                 << " vector(s) with non-finite input not checked\n";
+    if (p.summary.overflowed)
+      std::cout << "note: " << p.name << ": " << p.summary.overflowed
+                << " output element(s) read as an overflow (+-inf, or the largest finite value "
+                   "under output_rounding toward_zero): the values that round to it, 0 error where "
+                   "it is the exact value's correct rounding, the bound judges the rest\n";
     for (const auto& l : p.located()) std::cout << l << "\n";
     const auto shown = static_cast<std::int64_t>(p.summary.findings.size());
     if (p.summary.failures > shown)
@@ -628,8 +640,10 @@ int run_fused(const CheckOptions& o, const tio::TensorFileRef& f) {
     std::cout << "note: " << res.skipped_nonfinite
               << " written head vector(s) with a non-finite input not checked\n";
   if (res.elements == 0)
-    std::cout << "FAIL coverage: no element was checked (no token writes a slot, or every "
-                 "written input is non-finite): nothing of the chain was exercised\n";
+    std::cout << "FAIL "
+              << verify::nothing_checked(
+                     "no token writes a slot, or every written input is non-finite", "the chain")
+              << "\n";
   for (const auto& l : res.findings) std::cout << "FAIL " << l << "\n";
   std::cout << (res.passed() ? "\nPASS" : "\nFAIL")
             << ": each stored byte is the declared chain's image of the exact rotation within "
