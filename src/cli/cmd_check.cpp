@@ -8,6 +8,7 @@
 //                               positions;
 //                               spec from __metadata__ (string values) and/or --spec JSON
 //   --input x.npy --output y.npy --positions p.npy --spec spec.json
+//   (--spec: a file or the JSON text itself, '{"layout": "half"}', as `validate --spec`)
 //
 // Spec keys (safetensors __metadata__ strings, or --spec JSON values; --spec wins). Or
 // --hf-config config.json for the RoPE spec (layout ... sections below; if the keys also give a
@@ -100,14 +101,6 @@ struct CheckOptions {
 };
 
 using Keys = std::map<std::string, std::string>;
-
-Keys read_spec_json(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError("--spec: cannot open '" + path + "'");
-  std::ostringstream text;
-  text << f.rdbuf();
-  return parse_spec_json(text.str(), "--spec '" + path + "'");
-}
 
 // ---- spec keys -> spec and declared policy ------------------------------------------------------
 
@@ -424,11 +417,10 @@ RopeSpec runtime_seq_len(const RopeSpec& spec, const tio::TensorRef& pos,
 
 // The spec and policy of the inputs: __metadata__, overridden by --spec, and/or --hf-config.
 Resolved resolve_inputs(const CheckOptions& o, Inputs& in) {
-  const Keys spec_keys = o.spec.empty() ? Keys{} : read_spec_json(o.spec);
+  const Keys spec_keys = o.spec.empty() ? Keys{} : read_spec_arg(o.spec);
   for (const auto& [k, v] : spec_keys) in.keys[k] = v;
-  const std::string keys_seq_len_from = spec_keys.count("seq_len")
-                                            ? "--spec '" + o.spec + "'"
-                                            : "__metadata__ of '" + in.source + "'";
+  const std::string keys_seq_len_from =
+      spec_keys.count("seq_len") ? spec_arg_name(o.spec) : "__metadata__ of '" + in.source + "'";
   const auto& x0 = in.pairs.front().second.first;
   if (x0.shape.empty()) throw UsageError("tensor '" + x0.name + "' is a scalar");
   const std::optional<RopeSpec> hf = o.hf.read();
@@ -589,7 +581,7 @@ scan::FusedChain fused_chain(const Keys& k) {
 int run_fused(const CheckOptions& o, const tio::TensorFileRef& f) {
   Keys keys = f.metadata;
   if (!o.spec.empty())
-    for (const auto& [k, v] : read_spec_json(o.spec)) keys[k] = v;
+    for (const auto& [k, v] : read_spec_arg(o.spec)) keys[k] = v;
   scan::FusedTensors t;
   for (auto [name, into] : {std::pair{"x", &t.x},
                             {"positions", &t.positions},
@@ -755,6 +747,19 @@ Keys parse_spec_json(std::string_view text, const std::string& what) {
   return k;
 }
 
+std::string spec_arg_name(const std::string& arg) {
+  return !arg.empty() && arg.front() == '{' ? "--spec" : "--spec '" + arg + "'";
+}
+
+Keys read_spec_arg(const std::string& arg) {
+  if (!arg.empty() && arg.front() == '{') return parse_spec_json(arg, spec_arg_name(arg));
+  std::ifstream f(arg, std::ios::binary);
+  if (!f) throw UsageError("--spec: cannot read '" + arg + "' (give a file or JSON text)");
+  std::ostringstream text;
+  text << f.rdbuf();
+  return parse_spec_json(text.str(), spec_arg_name(arg));
+}
+
 RopeSpec resolve_check_spec(const Keys& keys, std::int64_t last_dim, std::size_t rank) {
   // (the fuzz target's entry: spec keys only, no --hf-config)
   return resolve(keys, last_dim, rank).spec;
@@ -767,7 +772,8 @@ void add_check(CLI::App& app, int& status) {
   cmd->add_option("--tensors", o->tensors,
                   "safetensors dump with x, y (or q/q_out, k/k_out, grad_y/grad_x), positions");
   cmd->add_option("--spec", o->spec,
-                  "spec JSON (keys as the safetensors __metadata__; overrides it)");
+                  "spec JSON, as text ('{...}') or a file (keys as the safetensors "
+                  "__metadata__; overrides it)");
   cmd->add_option("--input", o->input, ".npy input (f64/f32/f16)");
   cmd->add_option("--output", o->output, ".npy output recorded from the kernel");
   cmd->add_option("--positions", o->positions, ".npy positions (int64/int32)");

@@ -1219,15 +1219,7 @@ std::vector<Layout> parse_layouts(const ValidateOptions& o, const std::optional<
 
 // --spec: JSON text ('{...}') or a file holding it, with the keys of `check --spec`.
 RopeSpec read_only_spec(const std::string& arg) {
-  std::string text = arg;
-  if (arg.empty() || arg.front() != '{') {
-    std::ifstream f(arg);
-    if (!f) throw UsageError("--spec: cannot read '" + arg + "' (give a file or JSON text)");
-    std::ostringstream t;
-    t << f.rdbuf();
-    text = t.str();
-  }
-  const auto keys = parse_spec_json(text, "--spec");
+  const auto keys = read_spec_arg(arg);
   const auto hd = keys.find("head_dim");
   long long d = 0;
   if (hd == keys.end() || !parse_int64(hd->second, d))
