@@ -199,7 +199,7 @@ TEST(VerifyAddVector, NaNOutputIsSaidAsSuchAndCountsAsInfinite) {
   // a finite error far beyond the bound, said as such.
   const Recorded i = record(s, {1, 2, 3, 4}, {kInf, 0.5, 0.5, 0.5}, token_head(1, 0));
   ASSERT_EQ(i.summary.failures, 1);
-  EXPECT_EQ(i.summary.findings.front().kind, FindingKind::exceeds_bound);
+  EXPECT_EQ(i.summary.findings.front().kind, FindingKind::non_finite_output);
   EXPECT_NE(i.summary.findings.front().what.find("read as an overflow"), std::string::npos)
       << i.summary.findings.front().what;
   EXPECT_TRUE(std::isfinite(i.summary.max_error_u));
@@ -500,8 +500,9 @@ TEST(VerifyOverflow, TowardZeroSaturatesAndNeverOverflows) {
   }
 }
 
-// The running summary counts overflows apart and keeps finite figures; a failing one is an
-// exceeds_bound finding that says how the infinity was read. eval's statistics read it the same.
+// The running summary counts overflows apart and keeps finite figures; a failing one is a
+// non_finite_output finding with a finite error that says how the infinity was read. eval's
+// statistics read it the same.
 TEST(VerifyOverflow, SummaryAndEvalFiguresStayFinite) {
   RopeSpec s = make_spec(4, 4, Layout::interleaved);
   s.scale = 1.5;
@@ -526,7 +527,7 @@ TEST(VerifyOverflow, SummaryAndEvalFiguresStayFinite) {
   add_vector(bad, c, check_vector(c, {0}, x.data(), got.data(), ex), token_head(0, 0), x.data(),
              got.data(), ex);
   ASSERT_EQ(bad.failures, 1);
-  EXPECT_EQ(bad.findings[0].kind, FindingKind::exceeds_bound);
+  EXPECT_EQ(bad.findings[0].kind, FindingKind::non_finite_output);
   EXPECT_NE(bad.findings[0].what.find(" u > bound "), std::string::npos) << bad.findings[0].what;
   EXPECT_NE(bad.findings[0].what.find("got (-inf, "), std::string::npos) << bad.findings[0].what;
   EXPECT_NE(bad.findings[0].what.find("read as an overflow"), std::string::npos);

@@ -100,8 +100,9 @@ struct PairCheck {
   bool unconstrained = false;
   // The verdict on this pair: false for NaN errors.
   bool within() const { return error_abs <= bound_abs; }
-  // A NaN output, or an infinity that is no value: the error has no figure (a fault class of its
-  // own in `validate`, a non_finite_output finding). An overflow read as a value is not one.
+  // A NaN output, or an infinity that is no value: the error has no finite figure. An overflow
+  // read as a value is not one (a failing pair with any infinite output is still a
+  // non_finite_output finding, and a non_finite_output in `validate`).
   bool non_finite_fault() const { return got_nan || !std::isfinite(error_abs); }
 };
 
