@@ -194,6 +194,10 @@ class CheckResult:
         # A known cause the first failure's pattern matches (other layout, a narrower policy,
         # pass-through dims at partial rotary), or "".
         self.hint = d.get("hint", "")
+        # "" or why nothing was checked (no vector, every input non-finite): then not passed.
+        self.coverage = d.get("coverage", "")
+        # Outputs read as an overflow (+-inf: the values that round to it), counted apart.
+        self.overflowed = d.get("overflowed", 0)
         self.spec, self.policy, self.dtype = spec, policy, dtype
 
     def __bool__(self):
@@ -205,6 +209,8 @@ class CheckResult:
                  f"  spec {self.spec!r}", f"  declared {self.policy!r}",
                  f"  max err [u]   {self.max_error_u:.4g} at {self.max_error_at}",
                  f"  max err/bound {self.max_utilization:.4g} at {self.max_utilization_at}"]
+        if self.coverage:
+            lines.append(f"FAIL {self.coverage}")
         lines += [f.message for f in self.failures]
         if self.n_failures > len(self.failures):
             lines.append(f"... {self.n_failures - len(self.failures)} more failure(s)")
@@ -213,6 +219,9 @@ class CheckResult:
         if self.skipped_nonfinite:
             lines.append(f"note: {self.skipped_nonfinite} vector(s) with non-finite input not "
                          "checked")
+        if self.overflowed:
+            lines.append(f"note: {self.overflowed} output element(s) read as an overflow "
+                         "(the values that round to them)")
         return "\n".join(lines)
 
     __repr__ = __str__
