@@ -77,14 +77,28 @@ def line(out, key):
     return None
 
 
+def first_line(pipe):
+    """One line of an unbuffered byte pipe, read a byte at a time: nothing after it is consumed."""
+    b = bytearray()
+    while not b.endswith(b"\n"):
+        c = pipe.read(1)
+        if not c:
+            break
+        b += c
+    return b.decode()
+
+
 @pytest.mark.parametrize("mode", ["waiting", "kernel", "raises"])
 def test_ctrl_c_stops_validate(mode, tmp_path):
     env = dict(os.environ, TMPDIR=str(tmp_path))
+    # Unbuffered bytes: communicate() reads the pipe's descriptor directly, so a line that a
+    # buffered readline() had already pulled in with the first one ("CAUGHT" follows "CHILDREN"
+    # at once in mode raises) would be lost to it.
     p = subprocess.Popen([sys.executable, "-c", SCRIPT, mode, TESTS], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
+                         stderr=subprocess.PIPE, bufsize=0, env=env)
     try:
-        first = p.stdout.readline()  # "CHILDREN <pid>" at the third kernel call
-        assert first.startswith("CHILDREN "), first + p.stderr.read()
+        first = first_line(p.stdout)  # "CHILDREN <pid>" at the third kernel call
+        assert first.startswith("CHILDREN "), first + p.stderr.read().decode()
         kids = [int(v) for v in first.split()[1:]]
         assert len(kids) == 1  # the ropecheck process
         if mode != "raises":
@@ -92,7 +106,7 @@ def test_ctrl_c_stops_validate(mode, tmp_path):
         t0 = time.monotonic()
         if mode != "raises":
             p.send_signal(signal.SIGINT)
-        rest, err = p.communicate(timeout=60)
+        rest, err = (b.decode() for b in p.communicate(timeout=60))
     finally:
         if p.poll() is None:
             p.kill()
