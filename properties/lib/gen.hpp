@@ -330,7 +330,6 @@ inline std::pair<std::int64_t, std::int64_t> counts(std::int64_t nt_hi, std::int
 // ---- specs --------------------------------------------------------------------------------------
 
 struct SpecOptions {
-  bool force_unit_scale = false;
   bool force_partial = false;  // rotary_dim < head_dim
   int force_layout = -1;       // -1 any, else static_cast<Layout>
   std::int64_t max_head_dim = 512;
@@ -360,18 +359,23 @@ inline std::int64_t original_context() {
   return coin(70) ? v[pick<std::size_t>(0, 3)] : pick<std::int64_t>(256, 1 << 17);
 }
 
+// Dynamic NTK's three regimes (regimes.hpp) a quarter of the draws each at least: below its
+// trained length L0 (HF clamps to L0; vLLM #52665 did not and took a negative number to a
+// fractional power), at it (seq_len = L0, or 0: none given), above it. A seq_len drawn over
+// [1, 8 L0] reached "below" in 1 of 16 dynamic draws.
 inline void draw_dynamic(Scaling& c) {
   c.factor = coin(50) ? static_cast<double>(pick(1, 8)) : log_uniform_real(1, 16);
   c.max_position_embeddings = original_context();
+  const std::int64_t L0 = c.max_position_embeddings;
   switch (pick(0, 3)) {
     case 0:
-      c.seq_len = 0;
+      c.seq_len = coin(50) ? 0 : L0;
       break;
     case 1:
-      c.seq_len = c.max_position_embeddings;
+      c.seq_len = pick<std::int64_t>(1, L0 - 1);
       break;
     default:
-      c.seq_len = pick<std::int64_t>(1, 8 * c.max_position_embeddings);
+      c.seq_len = pick<std::int64_t>(L0 + 1, 8 * L0);
   }
 }
 
@@ -419,7 +423,7 @@ inline void draw_longrope(Scaling& c, std::int64_t n_pairs) {
 }
 
 // Replaces s's scaling by a variant of this kind.
-inline void add_scaling(RopeSpec& s, ScalingKind kind, bool unit_magnitude) {
+inline void add_scaling(RopeSpec& s, ScalingKind kind) {
   Scaling& c = s.scaling;
   c = Scaling{};
   c.kind = kind;
@@ -446,9 +450,6 @@ inline void add_scaling(RopeSpec& s, ScalingKind kind, bool unit_magnitude) {
       draw_longrope(c, np);
       break;
   }
-  // Unit rotations (s = 1): the explicit attention factor wins over every derived one.
-  if (unit_magnitude && (kind == ScalingKind::yarn || kind == ScalingKind::longrope))
-    c.attention_factor = 1.0;
 }
 
 // Head dims of the declared list (those <= max_head_dim when there are any, >= 3 for partial
@@ -560,7 +561,7 @@ inline RopeSpec with_variant_scaling(const Context& c, const SpecOptions& o, con
   if (!kind && coin(50)) kind = static_cast<ScalingKind>(pick(1, 6));
   if (!kind || s.layout == Layout::axial) return s;
   RopeSpec t = s;
-  add_scaling(t, *kind, o.force_unit_scale);
+  add_scaling(t, *kind);
   try {
     t.validate();
     return t;
@@ -577,7 +578,7 @@ inline RopeSpec spec(const Context& c, const SpecOptions& o = {}) {
   s.base = draw_base();
   s.layout = o.force_layout >= 0 ? static_cast<Layout>(o.force_layout)
                                  : (coin(50) ? Layout::interleaved : Layout::half);
-  if (!o.force_unit_scale && c.domain.declared.magnitude_scale) s.scale = draw_scale();
+  if (c.domain.declared.magnitude_scale) s.scale = draw_scale();
   s = s.normalized();
   if (!c.variants.enabled) return s;
   s = with_variant_layout(c, o, s);
@@ -606,7 +607,7 @@ inline RopeSpec model_shape_spec(const Context& c, SpecOptions o, Layout lay) {
   t.layout = lay;
   t.sections = sh.sec;
   if (s.scaling.kind != ScalingKind::none && lay != Layout::axial)
-    add_scaling(t, s.scaling.kind, o.force_unit_scale);  // per-pair factors for the new dim
+    add_scaling(t, s.scaling.kind);  // per-pair factors for the new dim
   else
     t.scaling = {};
   try {
@@ -621,7 +622,7 @@ inline RopeSpec model_shape_spec(const Context& c, SpecOptions o, Layout lay) {
 // 40%: a real-model shape (model_shape_spec); otherwise a generated 1-D spec (spec(c, o), with
 // the scaling variant spec() gives when variants are enabled) turned multi-axis with random
 // sections. The focused layout (c.variants) wins when it is a multi-axis one. Axial specs carry
-// no scaling (as spec()); the scale option of o applies to all.
+// no scaling (as spec()).
 inline RopeSpec multi_axis_spec(const Context& c, SpecOptions o, bool mrope_only) {
   const VariantConfig& vc = c.variants;
   std::optional<Layout> lay;

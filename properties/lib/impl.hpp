@@ -46,6 +46,7 @@
 #include "ropecheck/properties.hpp"
 #include "ropecheck/reference/oracle.hpp"
 #include "ropecheck/reference/reference.hpp"
+#include "ropecheck/regimes.hpp"
 #include "ropecheck/verify/verify.hpp"
 
 #include <rapidcheck.h>
@@ -177,7 +178,6 @@ RopeSpec usable(const Kernel& k, const g::Context& c, const g::SpecOptions& o = 
     if (o.force_partial && f.rotary_dim >= f.head_dim) discard("the one spec is full rotary");
     if (o.force_layout >= 0 && f.layout != static_cast<Layout>(o.force_layout))
       discard("the one spec is " + std::string(name(f.layout)));
-    if (o.force_unit_scale && f.scale != 1) discard("the one spec has scale != 1");
     return f;
   }
   RopeSpec s;
@@ -186,11 +186,17 @@ RopeSpec usable(const Kernel& k, const g::Context& c, const g::SpecOptions& o = 
   bool wanted_partial = false;
   ScalingKind wanted_kind = ScalingKind::none;  // the first draw's: a rejected one falls back to it
   for (int attempt = 0; attempt < 6; ++attempt) {
-    s = g::spec(c, o);
+    // A rejected partial draw is drawn again as partial: redrawn freely, 65 % of the redraws are
+    // full rotary and accepted, and a kernel of one partial ratio got under 1 % partial cases.
+    // (An odd head_dim's full rotary, one pass-through dim, is not what such a draw asked for.)
+    g::SpecOptions oa = o;
+    oa.force_partial = o.force_partial || (attempt > 0 && wanted_partial);
+    s = g::spec(c, oa);
     if (attempt == 0) {
       wanted_partial = s.rotary_dim < s.head_dim - s.head_dim % 2 && !is_multi_axis(s.layout);
       wanted_kind = is_multi_axis(s.layout) ? ScalingKind::none : s.scaling.kind;
     }
+    if (attempt > 0 && wanted_partial && s.rotary_dim == s.head_dim - 1) continue;
     if (k.supports(s, D)) return s;
     if (o.force_layout < 0 && (s.layout == Layout::half || s.layout == Layout::interleaved)) {
       RopeSpec t = s;
@@ -212,20 +218,26 @@ RopeSpec usable(const Kernel& k, const g::Context& c, const g::SpecOptions& o = 
       const RopeSpec t = pool[g::pick<std::size_t>(0, pool.size() - 1)];
       RopeSpec v = t;
       v.base = s.base;
-      v.scale = o.force_unit_scale ? 1.0 : s.scale;
-      g::add_scaling(v, wanted_kind, o.force_unit_scale);
+      v.scale = s.scale;
+      g::add_scaling(v, wanted_kind);
       try {
         v = v.normalized();
         if (k.supports(v, D)) return v;
       } catch (const SpecError&) {
       }
-      if (!o.force_unit_scale || magnitude_f64(t) == 1) return t;  // probed as supported
+      return t;  // probed as supported
     }
   }
   const auto& pool = partial ? c.domain.partial : multi_only ? c.domain.multi_axis : c.domain.full;
   std::vector<RopeSpec> fit;
   for (const RopeSpec& t : pool)
     if (o.force_layout < 0 || t.layout == static_cast<Layout>(o.force_layout)) fit.push_back(t);
+  // A draw that wanted partial rotary gets a spec that rotates fewer pairs than head_dim holds,
+  // where one was probed: the partial pool also holds an odd head_dim's full rotary (one
+  // pass-through dim), which the grid probes at a dozen odd dims and would mostly be drawn.
+  const auto odd_full = [](const RopeSpec& t) { return t.rotary_dim == t.head_dim - 1; };
+  if (wanted_partial && !std::all_of(fit.begin(), fit.end(), odd_full))
+    fit.erase(std::remove_if(fit.begin(), fit.end(), odd_full), fit.end());
   if (!fit.empty()) {
     RopeSpec t = fit[g::pick<std::size_t>(0, fit.size() - 1)];
     RopeSpec u = t;
@@ -519,11 +531,69 @@ bool is_identity_at_zero(const Policy& pol, T<D> x, T<D> y) {
   return xv == 0 ? yv == 0 : (narrow ? yv == xv : same_bits(x, y));
 }
 
+// A non-unit magnitude s (scale x the scaling's attention factor: YaRN's 0.1 ln f + 1, LongRoPE's
+// sqrt(1 + ln f / ln L), an explicit attention_factor) makes R(0) = s I. The exact output s x is
+// in general not representable and the kernel rounds it by its own chain (s folded into a cos/sin
+// table of the table precision, or multiplied into the output), so no bit pattern is the one
+// answer and the claim is the pair bound at m = 0 (bounds.cpp; the angle term is 0 there, every
+// other term is the policy's): verify's PairChecker against the oracle's exact s x, the comparison
+// of MatchesReferenceWithinBound, at the position where a dropped or doubled s is the whole error
+// (no angle error can hide it). Non-finite pairs: an infinity stays itself (s > 0, s inf = inf) or
+// becomes NaN, a NaN stays NaN, and a finite element beside them is NaN (IEEE inf * 0) or s x_j
+// within the pair bound of the pair (x_j, 0) (a kernel that short-cuts m = 0 only multiplies by s).
+template <Dtype D>
+void zero_position_is_scaled_input(const Kernel& k, g::Context& c, const RopeSpec& s,
+                                   const std::vector<T<D>>& in, const std::vector<T<D>>& out,
+                                   std::int64_t nvec, const std::vector<std::int64_t>& pos) {
+  const std::int64_t d = s.head_dim;
+  const verify::PairChecker pc(k.policy(D), s, D);
+  const reference::Oracle oracle(s, c.oracle);
+  const reference::Rotation rot = oracle.at({0});
+  const Mp sm = mag(s);
+  const std::string call = ctx(s, pos), sname = " (s = " + reference::to_decimal(sm, 9) + ")";
+  reference::ExactVector exact;
+  for (std::int64_t v = 0; v < nvec; ++v) {
+    const auto x = load_vec<D>(in.data() + v * d, d), y = load_vec<D>(out.data() + v * d, d);
+    std::vector<double> xf = x;  // non-finite inputs as 0: their pairs are checked below instead
+    for (double& e : xf)
+      if (!std::isfinite(e)) e = 0;
+    rot.apply(xf.data(), exact);
+    verify::Location at;
+    at.token = v;
+    at.position = {0};
+    for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+      const auto [a, b] = s.pair(i);
+      if (std::isfinite(x[a]) && std::isfinite(x[b])) {
+        const verify::PairCheck p = pc.check(i, 0.0, x[a], x[b], y[a], y[b], exact);
+        if (!p.within())
+          fail("not s x at position 0" + sname + ": " +
+               PairText{at, pc, p, 0.0, x.data(), y.data(), exact, call}.out_of_bound());
+        continue;
+      }
+      for (auto j : {a, b}) {
+        bool ok = std::isnan(y[j]);
+        if (std::isinf(x[j])) {
+          ok = ok || y[j] == x[j];
+        } else if (!ok && std::isfinite(x[j])) {
+          const double bound = pc.bound(i, 0.0).abs(dbl(sm * abs(ex(x[j]))));
+          ok = std::isfinite(y[j]) && abs(ex(y[j]) - sm * ex(x[j])) <= Mp(bound);
+        }
+        if (!ok)
+          fail("pair with a non-finite input at position 0: vector " + std::to_string(v) +
+               " elem " + std::to_string(j) + " in=" + hex(x[j]) + " out=" + hex(y[j]) +
+               " is neither NaN nor s times the input" + sname + " | " + call);
+      }
+    }
+  }
+}
+
+// At s = 1 (the exact magnitude, so YaRN with an mscale pair of equal values too): the identity
+// bit for bit (special-value policy at the top of this file); at s != 1: s x within the pair
+// bound (zero_position_is_scaled_input). One path for a drawn spec and the one spec of a kernel
+// of one configuration: usable() gives either, the magnitude decides the claim.
 template <Dtype D>
 void zero_position_is_identity(const Kernel& k, g::Context& c) {
-  g::SpecOptions o;
-  o.force_unit_scale = true;
-  const RopeSpec s = usable<D>(k, c, o);
+  const RopeSpec s = usable<D>(k, c);
   std::int64_t nt = 0, nh = 0;  // not a structured binding: lambdas capture them (clang 14)
   std::tie(nt, nh) = g::counts(3, 2, s.head_dim);
   std::vector<std::int64_t> pos(static_cast<std::size_t>(nt), 0);
@@ -536,6 +606,7 @@ void zero_position_is_identity(const Kernel& k, g::Context& c) {
   const auto out = run<D>(k, c, s, nt, nh, pos, in);
   const std::int64_t d = s.head_dim;
   const Policy pol = k.policy(D);
+  const bool unit = mag(s) == 1;
   for (std::int64_t v = 0; v < nt * nh; ++v) {
     const T<D>* xi = in.data() + v * d;
     const T<D>* yo = out.data() + v * d;
@@ -543,11 +614,12 @@ void zero_position_is_identity(const Kernel& k, g::Context& c) {
       return "vector " + std::to_string(v) + " elem " + std::to_string(j) +
              " in=" + hex(to_d<D>(xi[j])) + " out=" + hex(to_d<D>(yo[j])) + " | " + ctx(s, pos);
     };
-    for (std::int64_t j : pass_dims(s)) {
+    for (std::int64_t j : pass_dims(s)) {  // copied, not scaled by s
       const bool ok =
           same_bits(xi[j], yo[j]) || (std::isnan(to_d<D>(xi[j])) && std::isnan(to_d<D>(yo[j])));
       if (!ok) fail("pass-through changed at position 0: " + where(j));
     }
+    if (!unit) continue;
     for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
       const auto [a, b] = s.pair(i);
       const bool finite = std::isfinite(to_d<D>(xi[a])) && std::isfinite(to_d<D>(xi[b]));
@@ -561,17 +633,25 @@ void zero_position_is_identity(const Kernel& k, g::Context& c) {
       }
     }
   }
+  if (!unit) zero_position_is_scaled_input<D>(k, c, s, in, out, nt * nh, pos);
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3. ComposesAdditively: ||K(K(x,a),b)_p - K(x,a+b)_p|| <= composition bound + single bound
-// (both against the exact R_{a+b} x_p; s = 1 because K(K(x,a),b) = s^2 R x for s != 1).
+// 3. ComposesAdditively: K(K(x,a),b) = s K(x,a+b) per pair, with s the spec's whole magnitude
+// (scale x attention factor), z = K(x,a) and B_m the pair bound at m (absolute, at its argument):
+//   ||K(K(x,a),b)_p - s K(x,a+b)_p|| <= composition_abs(B_a, s||x_p||, B_b, s||z_p||, s)
+//                                        + s B_{a+b}(s||x_p||).
+// Derivation: triangle inequality through the exact s^2 R_{a+b} x_p. composition_abs bounds
+// ||K(K(x,a),b)_p - s^2 R_{a+b} x_p|| (bounds.hpp: the first call's error rotated and scaled by s
+// by the second map, plus the second call's error relative to its actual input z), and
+// ||s K(x,a+b)_p - s^2 R_{a+b} x_p|| = s ||K(x,a+b)_p - s R_{a+b} x_p|| <= s B_{a+b}(s||x_p||).
+// s K(x,a+b) is formed in MP with the exact s: the kernel's own rounding of s is inside each pair
+// bound's scale term, none is added by the comparison. At s = 1 this is K(K(x,a),b) = K(x,a+b).
+// A kernel that drops s is off by |1 - s| ||x_p||, one that squares it by s^3 |s - 1| ||x_p||.
 template <Dtype D>
 void composes_additively(const Kernel& k, g::Context& c) {
   const Policy pol = k.policy(D);
-  g::SpecOptions o;
-  o.force_unit_scale = true;
-  const RopeSpec s = usable<D>(k, c, o);
+  const RopeSpec s = usable<D>(k, c);
   const std::int64_t L = composition_limit(pol);
   const std::int64_t a = g::position(c, L);
   // A KV-cache shift back towards 0 (where the declared range has negative positions), or any b;
@@ -586,18 +666,20 @@ void composes_additively(const Kernel& k, g::Context& c) {
   for (std::int64_t j : pass_dims(s))
     if (!(w[j] == x[j] && v[j] == x[j]))
       fail("pass-through dim " + std::to_string(j) + " changed | " + ctx(s, {a, b}));
+  const Mp sm = mag(s);
+  const double smd = dbl(sm);
   for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
     const auto [ia, ib] = s.pair(i);
-    const double xn = dbl(hyp(ex(x[ia]), ex(x[ib])));
-    const double zn = dbl(hyp(ex(zd[ia]), ex(zd[ib])));
+    const double xn = dbl(sm * hyp(ex(x[ia]), ex(x[ib])));    // s ||x_p||
+    const double zn = dbl(sm * hyp(ex(zd[ia]), ex(zd[ib])));  // s ||z_p||
     const auto Ba = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(a));
     const auto Bb = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(b));
     const auto Bab = bounds::pair_error_bound(pol, s, D, i, static_cast<double>(a + b));
-    const double bound = bounds::composition_abs(Ba, xn, Bb, zn, 1.0) + Bab.abs(xn);
-    const Mp err = hyp(ex(w[ia]) - ex(v[ia]), ex(w[ib]) - ex(v[ib]));
+    const double bound = bounds::composition_abs(Ba, xn, Bb, zn, smd) + smd * Bab.abs(xn);
+    const Mp err = hyp(ex(w[ia]) - sm * ex(v[ia]), ex(w[ib]) - sm * ex(v[ib]));
     if (!(err <= Mp(bound)))
       fail("pair " + std::to_string(i) +
-           " |K(K(x,a),b) - K(x,a+b)|: " + exceeded(err, bound, xn, unit_roundoff(D)) + " | " +
+           " |K(K(x,a),b) - s K(x,a+b)|: " + exceeded(err, bound, xn, unit_roundoff(D)) + " | " +
            ctx(s, {a, b}) + " | " + Bab.describe());
   }
 }
@@ -1153,9 +1235,7 @@ inline reference::Positions mp_positions(const std::vector<std::int64_t>& p) {
 template <Dtype D>
 void composes_additively_per_axis(const Kernel& k, g::Context& c) {
   const Policy pol = k.policy(D);
-  g::SpecOptions o;
-  o.force_unit_scale = true;
-  const RopeSpec s = usable_multi_axis<D>(k, c, o, false);
+  const RopeSpec s = usable_multi_axis<D>(k, c, g::SpecOptions{}, false);
   const std::int64_t A = s.n_axes(), L = composition_limit(pol);
   const auto p = axis_positions(c, A, L);
   auto q = axis_positions(c, A, L);
@@ -1405,6 +1485,23 @@ g::DomainContext probe_domain(const Kernel& k, const std::optional<RopeSpec>& on
       if (k.supports(m, D)) c.multi_axis.push_back(m);
     }
   }
+  // Partial rotary at a ratio of no list above (3/4 of head_dim: 48 of 64, 96 of 128): when no
+  // probed spec rotates fewer pairs than head_dim holds (an odd head_dim's one pass-through dim
+  // does not count) with kRealisticPairs pairs or more, every even rotary_dim of the realistic
+  // head dims (regimes.hpp), the largest accepted one per head dim and layout. Only then: a
+  // kernel that takes a listed ratio pays nothing, one that takes no partial rotary a few hundred
+  // supports() calls. Without it such a kernel's partial path was never drawn.
+  const bool realistic_partial = std::any_of(c.partial.begin(), c.partial.end(), [](const auto& s) {
+    return s.rotary_dim < s.head_dim - s.head_dim % 2 && s.n_pairs() >= kRealisticPairs;
+  });
+  if (!realistic_partial)
+    for (std::int64_t hd : realistic_head_dims(c.declared))
+      for (Layout l : {Layout::interleaved, Layout::half})
+        for (std::int64_t rd = hd - hd % 2 - 2; rd >= 2 * kRealisticPairs; rd -= 2)
+          if (k.supports(make(hd, rd, l), D)) {
+            c.partial.push_back(make(hd, rd, l));
+            break;
+          }
   if (variants) {
     c.scaled.resize(7);
     for (int kind = 1; kind <= 6; ++kind)

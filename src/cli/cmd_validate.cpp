@@ -33,6 +33,7 @@
 #include "ropecheck/plugin/host.hpp"
 #include "ropecheck/properties.hpp"
 #include "ropecheck/reference/reference.hpp"
+#include "ropecheck/regimes.hpp"
 #include "ropecheck/reports/report.hpp"
 #include "ropecheck/verify/verify.hpp"
 #include "shard.hpp"
@@ -64,6 +65,7 @@ struct ValidateOptions {
   std::string shard;  // "i/n"; default GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS
   std::vector<std::string> properties;  // only these checks (names; "Differential" included)
   bool verbose = false;
+  bool print_plan = false;          // --print-plan: the directed specs and positions, nothing run
   int threads = default_threads();  // processes running checks at once (forked_jobs.hpp)
   double shrink_seconds = -1;       // --shrink-seconds (< 0: by budget, shrink_seconds_for)
   // The run's shrink-time pool (SharedPool, shared with the forked runners); null: none.
@@ -217,12 +219,6 @@ std::vector<std::int64_t> directed_positions(const Domain& d) {
   return p;
 }
 
-// The head dims the directed checks call structural variants at: the declared ones, else the
-// realistic 64, 80, 96, 128, 256 (the sizes production kernels run).
-std::vector<std::int64_t> realistic_head_dims(const Domain& d) {
-  return d.head_dims.empty() ? std::vector<std::int64_t>{64, 80, 96, 128, 256} : d.head_dims;
-}
-
 // The scaling variants of the directed differential check, with real-model parameters: per
 // variant a group of specs, its model head dim first, then each of `dims`; the differential runs
 // the first of a group supports() accepts. A kernel that takes a scaling kind at one head dim only
@@ -240,9 +236,28 @@ std::vector<std::vector<RopeSpec>> variant_groups(Layout l, const std::vector<st
   const auto example = [](ScalingKind k) {
     return [k](std::int64_t np) { return example_scaling(k, np); };
   };
-  ts.push_back({64, 1e4, example(ScalingKind::linear)});
+  // Every regime of every kind (#37): a kernel wrong in one regime only (builtin_wrap.cpp's regime
+  // bugs) meets a spec of that regime here, whatever the random draws do.
+  const auto with = [](ScalingKind k, std::function<void(Scaling&)> f) {
+    return [k, f](std::int64_t np) {
+      Scaling s = example_scaling(k, np);
+      f(s);
+      return s;
+    };
+  };
+  ts.push_back({64, 1e4, example(ScalingKind::linear)});  // factor 4: a power of two
+  // 2.5: 1/factor is not a power of two, so a factor rounded on its way (to bf16, to f32) shows.
+  ts.push_back({64, 1e4, with(ScalingKind::linear, [](Scaling& s) { s.factor = 2.5; })});
+  // Dynamic NTK above (16384), at (4096) and below (2048) its trained length 4096. Below, HF takes
+  // max(seq_len, L0); without it factor 4 gives 4 * 2048/4096 - 3 = -1 to the power dim/(dim-2):
+  // NaN (vLLM #52665).
   ts.push_back({64, 1e4, example(ScalingKind::dynamic)});
-  ts.push_back({64, 1e4, example(ScalingKind::yarn)});  // DeepSeek-V3's
+  ts.push_back({64, 1e4, with(ScalingKind::dynamic, [](Scaling& s) { s.seq_len = 4096; })});
+  ts.push_back({64, 1e4, with(ScalingKind::dynamic, [](Scaling& s) {
+                  s.factor = 4;
+                  s.seq_len = 2048;
+                })});
+  ts.push_back({64, 1e4, example(ScalingKind::yarn)});  // DeepSeek-V3's: mscale pair, truncate
   ts.push_back({128, 1e6, [](std::int64_t) {  // Qwen-style: derived attention factor 0.1 ln f + 1
                   Scaling yarn2;
                   yarn2.kind = ScalingKind::yarn;
@@ -250,14 +265,27 @@ std::vector<std::vector<RopeSpec>> variant_groups(Layout l, const std::vector<st
                   yarn2.original_max_position_embeddings = 32768;
                   return yarn2;
                 }});
-  ts.push_back({128, 5e5, example(ScalingKind::llama3)});        // Llama-3.1's
+  ts.push_back({64, 1.5e5, [](std::int64_t) {  // gpt-oss-style: truncate false, no mscale pair
+                  Scaling y;
+                  y.kind = ScalingKind::yarn;
+                  y.factor = 32;
+                  y.original_max_position_embeddings = 4096;
+                  y.truncate = false;
+                  return y;
+                }});
+  ts.push_back({128, 1e6, [](std::int64_t) {  // an explicit attention factor, not the derived 1.14
+                  Scaling y;
+                  y.kind = ScalingKind::yarn;
+                  y.factor = 4;
+                  y.original_max_position_embeddings = 32768;
+                  y.attention_factor = 0.8;
+                  return y;
+                }});
+  ts.push_back({128, 5e5, example(ScalingKind::llama3)});        // Llama-3.1's: all three bands
   ts.push_back({128, 5e5, example(ScalingKind::freq_factors)});  // ggml rope_freqs: >= 1
   ts.push_back({64, 1e4, example(ScalingKind::longrope)});       // long side (seq 4097)
-  ts.push_back({64, 1e4, [](std::int64_t np) {  // LongRoPE on the short side of the strict switch
-                  Scaling lr = example_scaling(ScalingKind::longrope, np);
-                  lr.seq_len = 4096;
-                  return lr;
-                }});
+  // LongRoPE on the short side, at the edge of the strict switch (seq_len = original)
+  ts.push_back({64, 1e4, with(ScalingKind::longrope, [](Scaling& s) { s.seq_len = 4096; })});
   std::vector<std::vector<RopeSpec>> groups;
   for (const Template& t : ts) {
     std::vector<std::int64_t> hds;
@@ -349,37 +377,51 @@ std::vector<RopeSpec> directed_specs(const Kernel& k, Dtype dt, Layout l) {
   return specs;
 }
 
-// Partial rotary at the ratios models ship (model_rotary_dims: 1/2, 1/4, 0.4, a 64-dim part) at
-// realistic head dims (the declared ones, else 64, 80, 96, 128, 256), with >= 4 pairs, those
-// supports() accepts: at most two head dims per rotary/head ratio. The shapes above are
-// structural (about half the pairs, an odd count); a kernel that takes one model ratio only
-// rejects them all, and a bug of its partial path (inv_freq's exponent over head_dim) would go
-// unchecked (#29: it passed at the standard budget).
+// Partial rotary at realistic head dims (the declared ones, else 64, 80, 96, 128, 256), with >=
+// kRealisticPairs pairs, those supports() accepts: the ratios models ship (model_rotary_dims:
+// 1/2, 1/4, 0.4, a 64-dim part), at most two head dims per rotary/head ratio; and at a head dim
+// where supports() takes none of those, the largest even rotary_dim it accepts (every even one
+// probed: supports() calls are cheap). The shapes above are structural (about half the pairs, an
+// odd count); a kernel that takes one ratio only rejects them all, and a bug of its partial path
+// would go unchecked (#29: 1/2 and 1/4 passed at the standard budget; #37: 3/4 read as a
+// coverage gap).
 std::vector<RopeSpec> model_partial_specs(const Kernel& k, Dtype dt, Layout l) {
   if (is_multi_axis(l)) return {};
-  const Domain d = k.domain();
-  const std::vector<std::int64_t> dims =
-      d.head_dims.empty() ? std::vector<std::int64_t>{64, 80, 96, 128, 256} : d.head_dims;
+  const std::vector<std::int64_t> dims = realistic_head_dims(k.domain());
   std::vector<RopeSpec> specs;
   std::map<double, int> per_ratio;
-  for (std::int64_t hd : dims)
-    for (std::int64_t rd : model_rotary_dims(hd)) {
-      const double ratio = static_cast<double>(rd) / static_cast<double>(hd);
-      if (rd < 8 || per_ratio[ratio] >= 2) continue;
-      RopeSpec s;
-      s.head_dim = hd;
-      s.rotary_dim = rd;
-      s.base = specs.size() % 2 ? 5e5 : 1e4;
-      s.layout = l;
-      try {
-        s = s.normalized();
-      } catch (const SpecError&) {  // e.g. proportional with an odd rotary split
-        continue;
-      }
-      if (!k.supports(s, dt)) continue;
-      ++per_ratio[ratio];
-      specs.push_back(s);
+  const auto make = [&](std::int64_t hd, std::int64_t rd) -> std::optional<RopeSpec> {
+    RopeSpec s;
+    s.head_dim = hd;
+    s.rotary_dim = rd;
+    s.base = specs.size() % 2 ? 5e5 : 1e4;
+    s.layout = l;
+    try {
+      s = s.normalized();
+    } catch (const SpecError&) {  // e.g. proportional with an odd rotary split
+      return std::nullopt;
     }
+    if (!k.supports(s, dt)) return std::nullopt;
+    return s;
+  };
+  for (std::int64_t hd : dims) {
+    bool model = false;
+    for (std::int64_t rd : model_rotary_dims(hd)) {
+      if (rd < 2 * kRealisticPairs) continue;
+      const auto s = make(hd, rd);
+      model = model || s.has_value();
+      const double ratio = static_cast<double>(rd) / static_cast<double>(hd);
+      if (!s || per_ratio[ratio] >= 2) continue;
+      ++per_ratio[ratio];
+      specs.push_back(*s);
+    }
+    if (model) continue;
+    for (std::int64_t rd = hd - hd % 2 - 2; rd >= 2 * kRealisticPairs; rd -= 2)
+      if (const auto s = make(hd, rd)) {
+        specs.push_back(*s);
+        break;
+      }
+  }
   return specs;
 }
 
@@ -426,7 +468,7 @@ std::vector<RopeSpec> scaled_specs(const Kernel& k, Dtype dt, const std::vector<
   std::vector<RopeSpec> out;
   bool full = false, partial = false, odd = false;
   for (const RopeSpec& s : specs) {
-    if (s.n_pairs() < 4 || s.scale != 1) continue;
+    if (s.n_pairs() < kRealisticPairs || s.scale != 1) continue;
     const bool is_partial = s.rotary_dim < s.head_dim - s.head_dim % 2;
     const bool is_odd = s.head_dim % 2 == 1;
     bool& done = is_odd ? odd : is_partial ? partial : full;
@@ -483,7 +525,7 @@ std::string odd_head_dims(const Kernel& k, Dtype dt, Layout l, const std::vector
                           std::string& gap) {
   std::vector<std::string> odd;
   for (const RopeSpec& s : specs)
-    if (s.head_dim % 2 && s.n_pairs() >= 4) once(odd, std::to_string(s.head_dim));
+    if (s.head_dim % 2 && s.n_pairs() >= kRealisticPairs) once(odd, std::to_string(s.head_dim));
   if (!odd.empty()) return "odd head_dim " + list(odd);
   RopeSpec p;
   p.head_dim = 5;
@@ -499,7 +541,7 @@ std::string odd_head_dims(const Kernel& k, Dtype dt, Layout l, const std::vector
 std::string scale(const Kernel& k, Dtype dt, Layout l, const std::vector<RopeSpec>& specs,
                   std::string& gap) {
   int n = 0;
-  for (const RopeSpec& s : specs) n += s.scale != 1 && s.n_pairs() >= 4;
+  for (const RopeSpec& s : specs) n += s.scale != 1 && s.n_pairs() >= kRealisticPairs;
   if (n > 0)
     return "scale " + verify::fmt(kDirectedScale, 3) + " on " + std::to_string(n) + " spec(s)";
   if (!k.domain().magnitude_scale) return "scale 1 only (declared)";
@@ -522,7 +564,7 @@ std::string scalings(const Kernel& k, Dtype dt, Layout l, const std::vector<Rope
   for (const auto& g : groups) kinds[static_cast<int>(g.front().scaling.kind)];
   if (kinds.empty()) return "scaling: none declared";
   for (const RopeSpec& s : specs)
-    if (s.scaling.kind != ScalingKind::none && s.n_pairs() >= 4)
+    if (s.scaling.kind != ScalingKind::none && s.n_pairs() >= kRealisticPairs)
       once(kinds[static_cast<int>(s.scaling.kind)], std::to_string(s.head_dim));
   std::vector<std::string> ran, none;
   const auto small = variant_groups(l, {4, 6, 5}, false);  // the probes below 4 pairs
@@ -578,7 +620,7 @@ PartialCoverage partial_coverage(const Kernel& k, Dtype dt, Layout l,
     if (s.rotary_dim < s.head_dim - s.head_dim % 2) {
       const std::string rh = std::to_string(s.rotary_dim) + "/" + std::to_string(s.head_dim);
       if (std::find(seen.begin(), seen.end(), rh) == seen.end()) seen.push_back(rh);
-      big = big || s.n_pairs() >= 4;
+      big = big || s.n_pairs() >= kRealisticPairs;
     }
   for (std::size_t i = 0; i < seen.size(); ++i) pc.ran += (i ? ", " : "") + seen[i];
   if (big || is_multi_axis(l)) return pc;
@@ -586,7 +628,7 @@ PartialCoverage partial_coverage(const Kernel& k, Dtype dt, Layout l,
   std::vector<std::int64_t> dims = d.head_dims;
   if (dims.empty()) dims = {4, 6, 8, 64, 128};
   for (std::int64_t hd : dims)
-    for (std::int64_t rd = 2; rd <= 6 && rd < hd - hd % 2; rd += 2) {
+    for (std::int64_t rd = 2; rd < 2 * kRealisticPairs && rd < hd - hd % 2; rd += 2) {
       RopeSpec s;
       s.head_dim = hd;
       s.rotary_dim = rd;
@@ -598,8 +640,8 @@ PartialCoverage partial_coverage(const Kernel& k, Dtype dt, Layout l,
       }
       if (k.supports(s, dt)) {
         pc.gap = "coverage gap: supports() accepts partial rotary (" + describe(s) +
-                 ") but no partial spec with >= 4 pairs (none of the model ratios 1/2, 1/4, "
-                 "0.4, 64 of head_dim at head dims " +
+                 ") but no partial spec with >= 4 pairs (no even rotary_dim of 8 or more at "
+                 "head dims " +
                  (d.head_dims.empty() ? std::string("64, 80, 96, 128, 256") : "declared") +
                  "), so a bug of the partial path (inv_freq over head_dim, a pair index) cannot "
                  "show; accept a realistic partial spec in supports(), or reject partial rotary";
@@ -786,6 +828,30 @@ std::vector<std::int64_t> run_positions(const Kernel& kernel, bool backward) {
   return p;
 }
 
+// The specs of a configuration's differential check, in the order it runs them: the directed
+// ones, the extra ones of the plan (--spec, --hf-config) in this layout, the first accepted spec
+// of each variant group of this layout (groups: those groups), and the scaled copies. The check
+// runs those supports() accepts.
+std::vector<RopeSpec> differential_specs(const Kernel& k, Dtype d, Layout l,
+                                         const std::vector<RopeSpec>& extra_specs,
+                                         const std::vector<std::vector<RopeSpec>>& variant_groups,
+                                         std::vector<std::vector<RopeSpec>>& groups) {
+  std::vector<RopeSpec> specs = directed_specs(k, d, l);
+  for (const RopeSpec& s : extra_specs)
+    if (s.layout == l) specs.push_back(s);
+  for (const auto& g : variant_groups) {
+    if (g.front().layout != l) continue;
+    groups.push_back(g);
+    for (const RopeSpec& s : g)
+      if (k.supports(s, d)) {
+        specs.push_back(s);
+        break;
+      }
+  }
+  for (const RopeSpec& s : scaled_specs(k, d, specs)) specs.push_back(s);
+  return specs;
+}
+
 // Differential check of one configuration on directed specs and positions. A poisoned plugin
 // stops it with the figures so far and no cell (the caller's fault cell is the verdict).
 // backward: the same check of apply_backward, run on props::backward_view (B(g, m) as a rotation
@@ -800,20 +866,9 @@ void differential(const plugin::PluginKernel& pk, const Kernel& kernel, ConfigRe
   const std::unique_ptr<Kernel> view = backward ? props::backward_view(kernel) : nullptr;
   const Kernel& k = backward ? *view : kernel;
   const Domain dom = k.domain();
-  std::vector<RopeSpec> specs = directed_specs(k, d, cr.layout);
-  for (const RopeSpec& s : extra_specs)
-    if (s.layout == cr.layout) specs.push_back(s);
   std::vector<std::vector<RopeSpec>> groups;  // this layout's
-  for (const auto& g : variant_groups) {
-    if (g.front().layout != cr.layout) continue;
-    groups.push_back(g);
-    for (const RopeSpec& s : g)
-      if (k.supports(s, d)) {
-        specs.push_back(s);
-        break;
-      }
-  }
-  for (const RopeSpec& s : scaled_specs(k, d, specs)) specs.push_back(s);
+  const std::vector<RopeSpec> specs =
+      differential_specs(k, d, cr.layout, extra_specs, variant_groups, groups);
   const std::vector<std::int64_t> pos1 = run_positions(kernel, backward);
   int supported = 0;
   std::int64_t unconstrained = -1;
@@ -1692,6 +1747,31 @@ void write_outputs(plugin::PluginKernel& pk, const std::vector<ConfigResult>& re
   }
 }
 
+// --print-plan: what the differential check of each configuration would run, as data (a test
+// pins it for a few plugins, so a change of the directed lists shows as a diff): the specs
+// supports() accepts with their scaling regime (regimes.hpp), the positions, and the partial and
+// structural coverage lines with any gap.
+void print_plan(const plugin::PluginKernel& pk, const std::vector<Config>& cfgs, const Plan& plan) {
+  for (const Config& cfg : cfgs) {
+    const LayoutRestricted k(pk, cfg.layout);
+    std::vector<std::vector<RopeSpec>> groups;
+    const std::vector<RopeSpec> specs =
+        differential_specs(k, cfg.dtype, cfg.layout, plan.extra_specs, plan.variant_groups, groups);
+    std::cout << "plan " << name(cfg.dtype) << " " << name(cfg.layout) << "\n  positions:";
+    for (std::int64_t m : run_positions(k, false)) std::cout << " " << m;
+    std::cout << "\n";
+    for (const RopeSpec& s : specs)
+      if (k.supports(s, cfg.dtype))
+        std::cout << "  spec " << describe(s) << " [" << scaling_regime(s) << "]\n";
+    const PartialCoverage pc = partial_coverage(k, cfg.dtype, cfg.layout, specs);
+    const StructuralCoverage sc = structural_coverage(k, cfg.dtype, cfg.layout, specs, groups);
+    std::cout << "  partial: " << (pc.ran.empty() ? "-" : pc.ran) << "\n  structural: " << sc.ran
+              << "\n";
+    if (!pc.gap.empty() || !sc.gap.empty())
+      std::cout << "  gap: " << (pc.gap.empty() ? sc.gap : pc.gap) << "\n";
+  }
+}
+
 int run_validate(ValidateOptions o) {
   max_success_for(o.budget);  // --budget first: a bad one is exit 2 before anything is loaded
   if (!(o.timeout > 0) || !std::isfinite(o.timeout)) throw UsageError("--timeout must be > 0");
@@ -1739,6 +1819,10 @@ int run_validate(ValidateOptions o) {
     }
   }
   if (cfgs.empty()) throw UsageError("the plugin supports none of the requested dtypes/layouts");
+  if (o.print_plan) {
+    print_plan(*pk, cfgs, plan);
+    return 0;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   std::uint64_t calls = pk->calls();
   const std::vector<ConfigResult> results = run_configs(*pk, cfgs, o, plan, calls);
@@ -1809,6 +1893,9 @@ void add_validate(CLI::App& app, int& status) {
                   "run only these checks (Differential and/or property names; the replay "
                   "command of a failure names its one)")
       ->delimiter(',');
+  cmd->add_flag("--print-plan", o->print_plan,
+                "print each configuration's directed specs (with their scaling regime), "
+                "positions and coverage lines, then exit 0 without running a check");
   cmd->add_flag("--verbose", o->verbose,
                 "with each failure, also RapidCheck's full report (every generated value)");
   cmd->add_option("--shrink-seconds", o->shrink_seconds,

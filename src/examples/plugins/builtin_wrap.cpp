@@ -25,6 +25,8 @@
 //   ROPECHECK_WRAP_PARTIAL_DIVISOR N  supports() accepts rotary_dim = head_dim and head_dim / N
 //                                  only (a kernel with two paths: full, and gemma.cpp's half-rope
 //                                  layers / ChatGLM at N = 2, GPT-NeoX's quarter at N = 4)
+//   ROPECHECK_WRAP_PARTIAL_NUMERATOR K  with PARTIAL_DIVISOR N: rotary_dim = K head_dim / N
+//                                  instead (3 and 4: three quarters, a ratio of no model list)
 //   ROPECHECK_WRAP_PARTIAL_ROTARY_DIM R  supports() accepts rotary_dim = head_dim and R only
 //                                  (R = 2: partial rotary of one pair only, a coverage gap)
 //   ROPECHECK_WRAP_MIN_HEAD_DIM N  supports() accepts head_dim >= N only (a vector path that needs
@@ -54,6 +56,32 @@
 //                                            (with FULL_ROTARY_ONLY: the odd head_dim path alone)
 //   ROPECHECK_WRAP_BUG_SCALE_SQUARED         the magnitude scale applied twice (folded into the
 //                                            table and multiplied again): s^2 for s != 1
+//   ROPECHECK_WRAP_BUG_MAGNITUDE_DROPPED     the whole magnitude s (scale x YaRN/LongRoPE
+//                                            attention factor) ignored: cos/sin unscaled
+//   ROPECHECK_WRAP_BUG_MAGNITUDE_SQUARED     s^2 for the whole magnitude (scale and attention
+//                                            factor folded into the table and multiplied again)
+//   Regime bugs: each wrong in one regime of one scaling kind only, right everywhere else.
+//   ROPECHECK_WRAP_BUG_DYNAMIC_BELOW         dynamic NTK without max(seq_len, L0): below the
+//                                            trained length f L/L0 - (f - 1) enters the power
+//                                            as is, negative -> NaN (vLLM #52665)
+//   ROPECHECK_WRAP_BUG_DYNAMIC_AT            dynamic NTK at seq_len == L0 built for L0 + 1
+//                                            (the boundary counted as beyond it; synthetic)
+//   ROPECHECK_WRAP_BUG_DYNAMIC_ABOVE         dynamic NTK's exponent dim/(dim-2) dropped: only
+//                                            above L0 is the power's argument != 1
+//   ROPECHECK_WRAP_BUG_LONGROPE_SHORT        LongRoPE long factors on the short side too
+//   ROPECHECK_WRAP_BUG_LONGROPE_LONG         LongRoPE short factors on the long side too
+//   ROPECHECK_WRAP_BUG_YARN_TRUNCATE_IGNORED YaRN's correction range always floored/ceiled
+//                                            (truncate: false ignored)
+//   ROPECHECK_WRAP_BUG_YARN_NEVER_TRUNCATE   YaRN's correction range never floored/ceiled
+//   ROPECHECK_WRAP_BUG_YARN_NO_PAIR_FACTOR_DROPPED  YaRN without an mscale pair (and no explicit
+//                                            factor) gets attention factor 1, not 0.1 ln f + 1
+//                                            (mscale defaulted to 1 = mscale_all_dim)
+//   ROPECHECK_WRAP_BUG_YARN_PAIR_IGNORED     YaRN's mscale / mscale_all_dim ignored: 0.1 ln f + 1
+//   ROPECHECK_WRAP_BUG_YARN_EXPLICIT_FACTOR_IGNORED  YaRN's explicit attention_factor ignored
+//   ROPECHECK_WRAP_BUG_LLAMA3_SMOOTH_INVERTED  llama3's middle band interpolates with smooth and
+//                                            1 - smooth swapped (both outer bands right)
+//   ROPECHECK_WRAP_BUG_LINEAR_FACTOR_BF16    linear scaling by 1/factor rounded to bf16 (exact
+//                                            for a power-of-two factor only)
 //   (A bf16 cos/sin table cannot be injected around a kernel that computes its own: not here.)
 // 4. Declaration knob (the kernel correct, its declared policy understated):
 //   ROPECHECK_WRAP_DECLARE_F32_ROTATION      every dtype's policy declares an f32 table and f32
@@ -74,6 +102,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <numbers>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -172,7 +201,10 @@ bool head_dim_declared(std::int64_t hd) {
 
 // rotary_dim as the knob ROPECHECK_WRAP_PARTIAL_DIVISOR restricts it (any when unset).
 bool rotary_dim_declared([[maybe_unused]] std::int64_t hd, [[maybe_unused]] std::int64_t rd) {
-#if defined(ROPECHECK_WRAP_PARTIAL_DIVISOR)
+#if defined(ROPECHECK_WRAP_PARTIAL_DIVISOR) && defined(ROPECHECK_WRAP_PARTIAL_NUMERATOR)
+  return rd == hd ||
+         rd * (ROPECHECK_WRAP_PARTIAL_DIVISOR) == hd * (ROPECHECK_WRAP_PARTIAL_NUMERATOR);
+#elif defined(ROPECHECK_WRAP_PARTIAL_DIVISOR)
   return rd == hd || rd * (ROPECHECK_WRAP_PARTIAL_DIVISOR) == hd;
 #elif defined(ROPECHECK_WRAP_PARTIAL_ROTARY_DIM)
   return rd == hd || rd == (ROPECHECK_WRAP_PARTIAL_ROTARY_DIM);
@@ -366,6 +398,20 @@ void rewrite_outputs(const ropecheck_tensor* t, const Elements& e) {
   });
 }
 
+// A NaN cos/sin table: every rotated element NaN (the quiet NaN of the dtype).
+void write_nan(const ropecheck_tensor* t, const ropecheck::RopeSpec& s) {
+  const std::size_t es = elem_size(t->dtype);
+  std::vector<std::int64_t> dims;
+  for (std::int64_t j = 0; j < s.head_dim; ++j)
+    if (!s.is_passthrough(j)) dims.push_back(j);
+  const std::uint64_t nan = t->dtype == ROPECHECK_DTYPE_F64   ? 0x7ff8000000000000ull
+                            : t->dtype == ROPECHECK_DTYPE_F32 ? 0x7fc00000u
+                            : t->dtype == ROPECHECK_DTYPE_F16 ? 0x7e00u
+                                                              : 0x7fc0u;
+  auto* out = static_cast<unsigned char*>(t->out);
+  for_each_element(t, dims, [&](std::int64_t k) { std::memcpy(out + k * es, &nan, es); });
+}
+
 // ---- the C entry points ---------------------------------------------------------------------
 int supports(const ropecheck_spec* c, int32_t dtype, void*) {
   ropecheck::RopeSpec s;
@@ -376,9 +422,109 @@ int supports(const ropecheck_spec* c, int32_t dtype, void*) {
   return wrapped()->supports(s, static_cast<ropecheck::Dtype>(dtype)) ? 1 : 0;
 }
 
+// The magnitude bugs: s = scale x attention factor dropped or squared (YaRN and LongRoPE carry an
+// attention factor; an explicit one replaces the derived one in the kernel's spec).
+void adapt_magnitude([[maybe_unused]] ropecheck::RopeSpec& s) {
+#if defined(ROPECHECK_WRAP_BUG_MAGNITUDE_DROPPED) || defined(ROPECHECK_WRAP_BUG_MAGNITUDE_SQUARED)
+  ropecheck::Scaling& sc = s.scaling;
+  const bool af =
+      sc.kind == ropecheck::ScalingKind::yarn || sc.kind == ropecheck::ScalingKind::longrope;
+  const double f = ropecheck::attention_factor_f64(sc, s.ladder_dim());
+#if defined(ROPECHECK_WRAP_BUG_MAGNITUDE_DROPPED)
+  s.scale = 1;
+  if (af) sc.attention_factor = 1.0;
+#else
+  s.scale *= s.scale;
+  if (af) sc.attention_factor = f * f;
+#endif
+#endif
+}
+
+// The dynamic NTK base vLLM #52665 computes: the formula with seq_len as given (L < L0 too). NaN
+// when f L/L0 - (f - 1) < 0 (a negative number to the fractional power dim/(dim-2)).
+[[maybe_unused]] double dynamic_base_unclamped(const ropecheck::RopeSpec& s) {
+  const ropecheck::Scaling& sc = s.scaling;
+  const double L0 = static_cast<double>(sc.max_position_embeddings);
+  const double L = sc.seq_len > 0 ? static_cast<double>(sc.seq_len) : L0;
+  const double d = static_cast<double>(s.ladder_dim());
+  return s.base * std::pow(sc.factor * L / L0 - (sc.factor - 1), d / (d - 2));
+}
+
+// The regime bugs: the variant the buggy kernel computes, as a spec of the correct kernel (a
+// changed parameter, or a base / per-pair factors computed the buggy way). Every regime the bug
+// does not touch keeps the spec as it was, so those stay bit for bit the correct kernel's.
+// nan_out: the buggy kernel's table is NaN (the caller writes NaN into every rotated element).
+void adapt_regime([[maybe_unused]] ropecheck::RopeSpec& s,
+                  [[maybe_unused]] bool* nan_out = nullptr) {
+  using ropecheck::ScalingKind;
+  [[maybe_unused]] ropecheck::Scaling& sc = s.scaling;
+#if defined(ROPECHECK_WRAP_BUG_DYNAMIC_BELOW)
+  if (sc.kind == ScalingKind::dynamic && sc.seq_len > 0 &&
+      sc.seq_len < sc.max_position_embeddings) {
+    const double b = dynamic_base_unclamped(s);
+    if (!(b > 1) || !std::isfinite(b)) {
+      if (nan_out) *nan_out = true;
+      return;
+    }
+    sc = {};
+    s.base = b;
+  }
+#elif defined(ROPECHECK_WRAP_BUG_DYNAMIC_AT)
+  if (sc.kind == ScalingKind::dynamic && sc.seq_len == sc.max_position_embeddings)
+    sc.seq_len = sc.max_position_embeddings + 1;
+#elif defined(ROPECHECK_WRAP_BUG_DYNAMIC_ABOVE)
+  if (sc.kind == ScalingKind::dynamic && sc.seq_len > sc.max_position_embeddings) {
+    const double L0 = static_cast<double>(sc.max_position_embeddings);
+    s.base *= sc.factor * static_cast<double>(sc.seq_len) / L0 - (sc.factor - 1);
+    sc = {};
+  }
+#elif defined(ROPECHECK_WRAP_BUG_LONGROPE_SHORT)
+  if (sc.kind == ScalingKind::longrope && sc.seq_len <= sc.original_max_position_embeddings)
+    sc.short_factor = sc.long_factor;
+#elif defined(ROPECHECK_WRAP_BUG_LONGROPE_LONG)
+  if (sc.kind == ScalingKind::longrope && sc.seq_len > sc.original_max_position_embeddings)
+    sc.long_factor = sc.short_factor;
+#elif defined(ROPECHECK_WRAP_BUG_YARN_TRUNCATE_IGNORED)
+  if (sc.kind == ScalingKind::yarn) sc.truncate = true;
+#elif defined(ROPECHECK_WRAP_BUG_YARN_NEVER_TRUNCATE)
+  if (sc.kind == ScalingKind::yarn) sc.truncate = false;
+#elif defined(ROPECHECK_WRAP_BUG_YARN_NO_PAIR_FACTOR_DROPPED)
+  if (sc.kind == ScalingKind::yarn && !sc.attention_factor &&
+      !(sc.mscale != 0 && sc.mscale_all_dim != 0))
+    sc.attention_factor = 1.0;
+#elif defined(ROPECHECK_WRAP_BUG_YARN_PAIR_IGNORED)
+  if (sc.kind == ScalingKind::yarn && !sc.attention_factor) sc.mscale = sc.mscale_all_dim = 0;
+#elif defined(ROPECHECK_WRAP_BUG_YARN_EXPLICIT_FACTOR_IGNORED)
+  if (sc.kind == ScalingKind::yarn) sc.attention_factor.reset();
+#elif defined(ROPECHECK_WRAP_BUG_LLAMA3_SMOOTH_INVERTED)
+  if (sc.kind == ScalingKind::llama3) {
+    // theta' = theta / ff (freq_factors): ff = 1 and f in the outer bands (theta / 1 and
+    // theta / f, as llama3 computes them), the middle band's ff with smooth -> 1 - smooth.
+    std::vector<double> ff = ropecheck::llama3_freq_factors_f64(s);
+    const double orig = static_cast<double>(sc.original_max_position_embeddings);
+    for (std::int64_t i = 0; i < s.n_pairs(); ++i) {
+      double& v = ff[static_cast<std::size_t>(i)];
+      if (v == 1.0 || v == sc.factor) continue;
+      const auto [j, dim] = s.ladder(i);
+      const double freq =
+          std::pow(s.base, -2.0 * static_cast<double>(j) / static_cast<double>(dim));
+      const double smooth = (orig * freq / (2 * std::numbers::pi) - sc.low_freq_factor) /
+                            (sc.high_freq_factor - sc.low_freq_factor);
+      v = 1 / (smooth / sc.factor + (1 - smooth));
+    }
+    sc = {};
+    sc.kind = ScalingKind::freq_factors;
+    sc.freq_factors = ff;
+  }
+#elif defined(ROPECHECK_WRAP_BUG_LINEAR_FACTOR_BF16)
+  if (sc.kind == ScalingKind::linear)
+    sc.factor = 1.0 / ropecheck::round_to_dtype(1.0 / sc.factor, ropecheck::Dtype::bf16);
+#endif
+}
+
 // The spec as the buggy kernel uses it: base^(-2i/head_dim) = (base^(rotary_dim/head_dim))^(-2i/
 // rotary_dim), so the exponent bug is the correct kernel called with that base.
-ropecheck::RopeSpec adapt_spec(ropecheck::RopeSpec s) {
+ropecheck::RopeSpec adapt_spec(ropecheck::RopeSpec s, bool& nan_out) {
 #ifdef ROPECHECK_WRAP_BUG_EXPONENT_OVER_HEAD_DIM
   if (s.rotary_dim < s.head_dim)
     s.base = std::pow(s.base, static_cast<double>(s.rotary_dim) / static_cast<double>(s.head_dim));
@@ -386,6 +532,8 @@ ropecheck::RopeSpec adapt_spec(ropecheck::RopeSpec s) {
 #ifdef ROPECHECK_WRAP_BUG_SCALE_SQUARED
   s.scale *= s.scale;
 #endif
+  adapt_magnitude(s);
+  adapt_regime(s, &nan_out);
   return s;
 }
 
@@ -410,8 +558,11 @@ ropecheck::KernelStatus call_wrapped(const ropecheck::RopeSpec& s, const ropeche
   a.real_positions = t->real_positions ? real.data() : nullptr;
   Elements e = bug_dims(s);
   save_inputs(t, e);
-  const ropecheck::KernelStatus st = wrapped()->apply(adapt_spec(s), a);
+  bool nan_table = false;
+  const ropecheck::RopeSpec buggy = adapt_spec(s, nan_table);
+  const ropecheck::KernelStatus st = wrapped()->apply(buggy, a);
   if (st == ropecheck::KernelStatus::ok && !e.dims.empty()) rewrite_outputs(t, e);
+  if (st == ropecheck::KernelStatus::ok && nan_table) write_nan(t, s);
   return st;
 }
 
@@ -467,6 +618,34 @@ constexpr const char* kDescription =
     "; BUG: partial rotary's inv_freq exponent over head_dim"
 #elif defined(ROPECHECK_WRAP_BUG_SCALE_SQUARED)
     "; BUG: magnitude scale applied twice"
+#elif defined(ROPECHECK_WRAP_BUG_MAGNITUDE_DROPPED)
+    "; BUG: magnitude (scale x attention factor) dropped"
+#elif defined(ROPECHECK_WRAP_BUG_MAGNITUDE_SQUARED)
+    "; BUG: magnitude (scale x attention factor) squared"
+#elif defined(ROPECHECK_WRAP_BUG_DYNAMIC_BELOW)
+    "; BUG: dynamic NTK below the trained length without max(seq_len, L0) (vLLM #52665)"
+#elif defined(ROPECHECK_WRAP_BUG_DYNAMIC_AT)
+    "; BUG: dynamic NTK at the trained length built for one more"
+#elif defined(ROPECHECK_WRAP_BUG_DYNAMIC_ABOVE)
+    "; BUG: dynamic NTK exponent dim/(dim-2) dropped"
+#elif defined(ROPECHECK_WRAP_BUG_LONGROPE_SHORT)
+    "; BUG: LongRoPE long factors on the short side"
+#elif defined(ROPECHECK_WRAP_BUG_LONGROPE_LONG)
+    "; BUG: LongRoPE short factors on the long side"
+#elif defined(ROPECHECK_WRAP_BUG_YARN_TRUNCATE_IGNORED)
+    "; BUG: YaRN truncate false ignored"
+#elif defined(ROPECHECK_WRAP_BUG_YARN_NEVER_TRUNCATE)
+    "; BUG: YaRN never truncates"
+#elif defined(ROPECHECK_WRAP_BUG_YARN_NO_PAIR_FACTOR_DROPPED)
+    "; BUG: YaRN without mscale pair gets attention factor 1"
+#elif defined(ROPECHECK_WRAP_BUG_YARN_PAIR_IGNORED)
+    "; BUG: YaRN mscale pair ignored"
+#elif defined(ROPECHECK_WRAP_BUG_YARN_EXPLICIT_FACTOR_IGNORED)
+    "; BUG: YaRN explicit attention_factor ignored"
+#elif defined(ROPECHECK_WRAP_BUG_LLAMA3_SMOOTH_INVERTED)
+    "; BUG: llama3 middle band smooth inverted"
+#elif defined(ROPECHECK_WRAP_BUG_LINEAR_FACTOR_BF16)
+    "; BUG: linear 1/factor rounded to bf16"
 #endif
     ;
 

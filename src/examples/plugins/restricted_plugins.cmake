@@ -21,3 +21,9 @@ set(_wrap_restricted_nonneg_noscale_half ROPECHECK_WRAP_MIN_POSITION=0
 # Bugs applied in the adapter around the correct kernel (ROPECHECK_WRAP_BUG_<BUG>).
 set(ROPECHECK_WRAP_BUGS sin_sign position_off_by_one pass_through_zeroed first_position_broadcast
     last_pair_skipped)
+
+# Regime bugs of the scaling kinds (ROPECHECK_WRAP_BUG_<WORD>, builtin_wrap.cpp section 3): each
+# breaks one regime only; plugin regime_<word>, unrestricted otherwise.
+set(ROPECHECK_REGIME_BUGS dynamic_below dynamic_at dynamic_above longrope_short longrope_long
+    yarn_truncate_ignored yarn_never_truncate yarn_no_pair_factor_dropped yarn_pair_ignored
+    yarn_explicit_factor_ignored llama3_smooth_inverted linear_factor_bf16)

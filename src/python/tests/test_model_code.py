@@ -4,6 +4,7 @@ name a failure's known cause, no silent defaults, torch dtypes wherever dtype na
 rc.save_dump without the safetensors package. The module is written here with plain torch in the
 shape of transformers' LlamaRotaryEmbedding + apply_rotary_pos_emb (rotate_half)."""
 import json
+import math
 import os
 import re
 import subprocess
@@ -301,3 +302,73 @@ def test_hf_config_families_and_refusals():
     v = rc.validate(RopeModule(), spec=local, tensor_layout="bhtd", policy=F32,
                     properties=["Differential"])
     assert v.passed, str(v)
+
+
+# One notion of magnitude (#37): a YaRN or LongRoPE configuration has magnitude s = scale x its
+# attention factor != 1, R(0) = s I and K(K(x,a),b) = s K(x,a+b). Correct code of one
+# configuration (here the exact rotation rounded to x's dtype) passes ZeroPositionIsIdentity and
+# ComposesAdditively under spec= and hf_config=; the same code with the factor dropped (s -> 1)
+# or squared (s -> s^2) fails both.
+EXACT = rc.Policy(angle="f64", table="f64", arithmetic="f64", recipe="pow_product")
+YARN = rc.Spec(head_dim=128, base=1000000.0, layout="half", scaling="yarn", factor=4.0,
+               original_max_position_embeddings=32768)
+YARN_AF = math.log(4.0) * 0.1 + 1
+YARN_EXPLICIT = rc.Spec(head_dim=128, base=1000000.0, layout="half", scaling="yarn", factor=4.0,
+                        original_max_position_embeddings=32768, attention_factor=0.8)
+LONGROPE = rc.Spec(head_dim=32, base=10000.0, layout="half", scaling="longrope",
+                   original_max_position_embeddings=4096, max_position_embeddings=131072,
+                   seq_len=8192, short_factor=[1 + 0.05 * i for i in range(16)],
+                   long_factor=[1 + 1.5 * i for i in range(16)])
+LONGROPE_AF = math.sqrt(1 + math.log(32) / math.log(4096))
+MAGNITUDE = {"yarn": (YARN, YARN_AF), "yarn_explicit": (YARN_EXPLICIT, 0.8),
+             "longrope": (LONGROPE, LONGROPE_AF)}
+MAG_PROPS = ["ZeroPositionIsIdentity", "ComposesAdditively", "PreservesNorm",
+             "MatchesReferenceWithinBound"]
+
+
+def exact_rotation(spec):
+    def fn(x, positions):
+        return torch.from_numpy(rc.reference(x, positions, spec)).to(x.dtype)
+    return fn
+
+
+def with_attention_factor(spec, af):
+    d = {k: getattr(spec, k) for k in ("head_dim", "base", "layout", "scaling") +
+         rc._SCALING_KEYS if getattr(spec, k, None) not in (None, [], ())}
+    d["attention_factor"] = af
+    return rc.Spec(**d)
+
+
+def cells(v):
+    return {n: c["result"] for c in v.json["configurations"]
+            for n, c in c["properties"].items()}
+
+
+@pytest.mark.parametrize("name", sorted(MAGNITUDE))
+def test_scaled_configuration_passes_and_a_dropped_or_squared_factor_fails(name):
+    spec, af = MAGNITUDE[name]
+    v = rc.validate(exact_rotation(spec), spec=spec, policy=EXACT, properties=MAG_PROPS)
+    assert v.passed, str(v)
+    print(v.text)  # the property table (pytest -s)
+    for bad in (1.0, af * af):
+        v = rc.validate(exact_rotation(with_attention_factor(spec, bad)), spec=spec, policy=EXACT,
+                        properties=MAG_PROPS[:2])
+        assert not v.passed, str(v)
+        got = cells(v)
+        assert got["ZeroPositionIsIdentity"] == "FAIL" and got["ComposesAdditively"] == "FAIL", got
+
+
+def test_scaled_hf_config_passes():
+    # gpt-oss's YaRN (factor 32, no mscale pair: attention factor 0.1 ln 32 + 1 = 1.35)
+    cfg = {"head_dim": 64, "hidden_size": 2880, "num_attention_heads": 64,
+           "max_position_embeddings": 131072, "rope_theta": 150000,
+           "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                            "beta_slow": 1.0, "truncate": False,
+                            "original_max_position_embeddings": 4096}}
+    spec = rc.Spec(head_dim=64, base=150000.0, layout="half", scaling="yarn", factor=32.0,
+                   original_max_position_embeddings=4096, truncate=False)
+    v = rc.validate(exact_rotation(spec), hf_config=cfg, policy=EXACT, properties=MAG_PROPS)
+    assert v.passed, str(v)
+    v = rc.validate(exact_rotation(with_attention_factor(spec, 1.0)), hf_config=cfg, policy=EXACT,
+                    properties=MAG_PROPS[:2])
+    assert not v.passed, str(v)
