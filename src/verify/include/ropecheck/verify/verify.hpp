@@ -176,7 +176,8 @@ struct Summary {
   bool any = false;               // a pair was recorded (else the maxima and locations are empty)
   std::vector<Finding> findings;  // the first `keep` failures
   std::size_t keep = 10;
-  // A known cause the first failing vector's pattern matches (diagnose()), or empty.
+  // The run's hint (verify::advise, advise.hpp: confirmed on every vector of the run), set by the
+  // front end once the run is over; add_vector never sets it. Empty: none.
   std::string hint;
 
   void add_pair(const PairCheck& p, const Location& at);
@@ -201,19 +202,6 @@ void add_vector(Summary& s, const PairChecker& c, const VectorCheck& v, const Lo
                 const double* x, const double* got, const reference::MpVector& exact);
 void add_vector(Summary& s, const PairChecker& c, const VectorCheck& v, const Location& at,
                 const double* x, const double* got, const reference::ExactVector& exact);
-
-// A known cause that a failing vector's output matches, as one sentence (empty: none matched):
-// the other basic layout's rotation (a pairing bug), the bound of an f16 / bf16 table and
-// arithmetic (an undeclared narrower policy), or changed pass-through dims with every pair right
-// at rotary_dim < head_dim (a kernel written for full rotary). Each is a re-check of the output
-// under that hypothesis (diagnose.cpp); add_vector sets Summary::hint from the first failing
-// vector (positions: its Location's, one per axis).
-std::string diagnose(const PairChecker& c, const std::vector<std::int64_t>& positions,
-                     const double* x, const double* got, const VectorCheck& v,
-                     const reference::ExactVector& exact);
-std::string diagnose(const PairChecker& c, const std::vector<std::int64_t>& positions,
-                     const double* x, const double* got, const VectorCheck& v,
-                     const reference::MpVector& exact);
 
 // ---- error statistics of one output vector (reported, not gated) -------------------------------
 // For `eval`: per-element ULP errors against the exact output (they explode where a component
