@@ -371,13 +371,14 @@ TEST(AdviseSilent, CausesJustOutsideTheCandidatesAreNoHint) {
 }
 
 // Toward zero: bf16 outputs that are each one of the two bf16 neighbours of the exact value (so
-// within the toward-zero bound), the one below chosen for `below` of every 8 elements. At 8 of 8
-// the hint names truncation; at 4 and 6 of 8 (round-to-nearest's half, and just under the rule's
-// 7/8) it must not.
-Dump faithful_bf16(int below_of_8) {
+// within the toward-zero bound), the one below chosen for `below` of every 16 elements. At 16 of
+// 16 the hint names truncation; at 8 and 13 of 16 (round-to-nearest's half, and just under the
+// rule's 7/8 = 14/16) it must not.
+Dump faithful_bf16(int below_of_16) {
   Emu e;
   e.angle = Angle::exact;
-  Dump r = record(kSpec, Dtype::bf16, e);
+  // Not position 0: its outputs are the (bf16) inputs themselves, neither below nor above.
+  Dump r = record(kSpec, Dtype::bf16, e, {1, 2, 7, 100, 1000, 4095, 4096, 30000, 100000});
   // The outputs from a long-double exact rotation: the bf16 neighbour below or above.
   for (std::size_t v = 0; v < r.y.size() / 64; ++v) {
     const std::int64_t m = r.pos[v / kHeads];
@@ -392,7 +393,7 @@ Dump faithful_bf16(int below_of_8) {
       const float lo = bf16_round(static_cast<float>(exact[j]), true);  // toward zero
       const float step = std::fabs(lo) == 0 ? 0 : std::ldexp(1.0f, std::ilogb(lo) - 7);
       const float hi = lo + std::copysign(step, lo);  // the neighbour away from zero
-      const bool pick_below = static_cast<int>(j % 8) < below_of_8;
+      const bool pick_below = static_cast<int>(j % 16) < below_of_16;
       r.y[v * 64 + j] = pick_below || LD(lo) == exact[j] ? lo : hi;
     }
   }
@@ -400,7 +401,7 @@ Dump faithful_bf16(int below_of_8) {
 }
 
 TEST(AdviseSilent, TowardZeroNeedsTheLean) {
-  for (int below : {4, 6}) {
+  for (int below : {8, 13}) {
     const Dump r = faithful_bf16(below);
     Policy tz = f32_policy();
     tz.output_rounding = Rounding::toward_zero;
@@ -409,7 +410,7 @@ TEST(AdviseSilent, TowardZeroNeedsTheLean) {
     EXPECT_FALSE(has_key(a, "output_rounding", "toward_zero")) << below << ": " << a.text;
     EXPECT_EQ(a.text.find("toward zero"), std::string::npos) << below << ": " << a.text;
   }
-  const Advice a = advise_run(faithful_bf16(8), f32_policy());
+  const Advice a = advise_run(faithful_bf16(16), f32_policy());
   EXPECT_TRUE(has_key(a, "output_rounding", "toward_zero")) << a.text;
 }
 
