@@ -512,7 +512,13 @@ verify::Advice advise_run(const Inputs& in, const Resolved& r,
     run.push_back(scan::recorded_vectors(results[i], xy.first, xy.second, in.pos, r.tensor_layout,
                                          c, in.backward[i]));
   }
-  return verify::advise(r.policy, run);
+  const auto start = std::chrono::steady_clock::now();
+  verify::Advice a = verify::advise(r.policy, run);
+  // On stderr, as the scan's speed: the cost of the hint next to the run's.
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << "ropecheck check: hint: " << a.candidates << " candidates, " << a.vector_checks
+            << " vector re-checks in " << verify::fmt(s, 3) << " s\n";
+  return a;
 }
 
 // Every pair of the inputs, each scanned with all threads; the oracle is shared by all of them.

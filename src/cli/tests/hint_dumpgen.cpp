@@ -16,6 +16,8 @@
 //   passthrough_zeroed  rotary_dim 32 of 64 right, the pass-through dims zeroed
 //   bf16_cache          an angle computed wholly in bf16 (a bug): no declaration may be advised
 //   bf16_table_one_bad  bf16_table with the last vector's sin negated: nothing explains it all
+//   qk_bf16_f16_tables  q from a bf16 table, k from an f16 table (two tensor pairs)
+//   qk_bf16_table_k_sin_negated  q from a bf16 table, k rotated by -m: nothing explains both
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
@@ -35,12 +37,12 @@ namespace {
 const std::vector<std::int64_t> kPos = {0, 1, 2, 7, 100, 1000, 4095, 4096, 30000, 100000};
 constexpr std::int64_t kHeads = 2;
 
-void write(const std::string& path, std::int64_t D, bool bf16, const Emu& e,
-           const std::map<std::string, std::string>& md, bool last_negated = false) {
+// The inputs and outputs of one tensor pair; last_negated: the last vector's sin negated.
+void rotate_all(std::int64_t D, bool bf16, const Emu& e, bool last_negated, std::uint64_t seed,
+                std::vector<double>& x, std::vector<double>& y) {
   const std::int64_t T = static_cast<std::int64_t>(kPos.size());
-  std::mt19937_64 rng(11);
+  std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-2, 2);
-  std::vector<double> x, y;
   for (std::int64_t t = 0; t < T; ++t)
     for (std::int64_t h = 0; h < kHeads; ++h) {
       std::vector<double> v(static_cast<std::size_t>(D));
@@ -52,6 +54,28 @@ void write(const std::string& path, std::int64_t D, bool bf16, const Emu& e,
       x.insert(x.end(), v.begin(), v.end());
       y.insert(y.end(), o.begin(), o.end());
     }
+}
+
+// q -> q_out and k -> k_out, each from its own kernel (f32 tensors).
+void write_qk(const std::string& path, const Emu& eq, const Emu& ek,
+              const std::map<std::string, std::string>& md) {
+  const std::int64_t T = static_cast<std::int64_t>(kPos.size()), D = 64;
+  std::vector<double> q, qo, k, ko;
+  rotate_all(D, false, eq, false, 12, q, qo);
+  rotate_all(D, false, ek, false, 13, k, ko);
+  tio::TensorFile f;
+  f.metadata = md;
+  for (const auto& [n, v] : {std::pair{"q", &q}, {"q_out", &qo}, {"k", &k}, {"k_out", &ko}})
+    f.tensors.push_back(tio::make_tensor(n, tio::ElemType::f32, {T, kHeads, D}, *v));
+  f.tensors.push_back(tio::make_int_tensor("positions", tio::ElemType::i64, {T}, kPos));
+  tio::write_safetensors(path, f);
+}
+
+void write(const std::string& path, std::int64_t D, bool bf16, const Emu& e,
+           const std::map<std::string, std::string>& md, bool last_negated = false) {
+  const std::int64_t T = static_cast<std::int64_t>(kPos.size());
+  std::vector<double> x, y;
+  rotate_all(D, bf16, e, last_negated, 11, x, y);
   tio::TensorFile f;
   f.metadata = md;
   const auto type = bf16 ? tio::ElemType::bf16 : tio::ElemType::f32;
@@ -84,6 +108,15 @@ int main(int argc, char** argv) {
     write(dir + "bf16_table_one_bad.safetensors", 64, false, k, md, true);
     k.table = Table::f16;
     write(dir + "f16_table.safetensors", 64, false, k, md);
+    // Two tensor pairs: the hint must hold for both (a bf16 table covers the f16 one too); with
+    // k's sin negated nothing does.
+    Emu b = e, h = e, n = e;
+    b.table = Table::bf16;
+    h.table = Table::f16;
+    n.angle = Angle::exact;
+    n.negate_sin = true;
+    write_qk(dir + "qk_bf16_f16_tables.safetensors", b, h, md);
+    write_qk(dir + "qk_bf16_table_k_sin_negated.safetensors", b, n, md);
   }
   write(dir + "f32_angle_as_f64.safetensors", 64, false, e,
         with({{"angle_precision", "f64"}, {"angle_recipe", "pow_product"}}));

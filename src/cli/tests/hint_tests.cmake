@@ -27,3 +27,5 @@ ropecheck_hint_test(rotary_dim_64 "the output matches rotary_dim 64 \\(the spec 
 ropecheck_hint_test(passthrough_zeroed "only pass-through dims changed")
 ropecheck_hint_test(bf16_cache none)
 ropecheck_hint_test(bf16_table_one_bad none)
+ropecheck_hint_test(qk_bf16_f16_tables "\"table_precision\": \"bf16\"}")
+ropecheck_hint_test(qk_bf16_table_k_sin_negated none)

@@ -414,6 +414,24 @@ TEST(AdviseSilent, TowardZeroNeedsTheLean) {
   EXPECT_TRUE(has_key(a, "output_rounding", "toward_zero")) << a.text;
 }
 
+// Beyond the re-check budget no hint is given (never an unconfirmed one), and the advice says why.
+TEST(AdviseSilent, BeyondTheBudgetIsNoHintAndSaysSo) {
+  Emu e;
+  e.table = Table::bf16;
+  const Dump r = record(kSpec, Dtype::f32, e);
+  const auto failing = failing_in_memory(PairChecker(f32_policy(), r.spec, r.dtype), r.n(), kHeads,
+                                         r.pos.data(), 1, r.x.data(), r.y.data());
+  AdviseOptions o;
+  o.max_vector_checks = 10;
+  const Advice a = advise(f32_policy(),
+                          {recorded_in_memory(r.spec, r.dtype, r.n(), kHeads, r.pos.data(), 1,
+                                              r.x.data(), r.y.data(), failing)},
+                          o);
+  EXPECT_EQ(a.kind, Advice::Kind::none);
+  EXPECT_EQ(a.text, "");
+  EXPECT_NE(a.skipped.find("exceeds the budget"), std::string::npos) << a.skipped;
+}
+
 // The declared bound is the narrowest that fits: a bf16-table kernel is not told to declare bf16
 // arithmetic too (wider), an f16 table not bf16.
 TEST(AdviseSilent, WiderDeclarationsAreNotNamedWhenANarrowerOneFits) {
