@@ -13,6 +13,8 @@
 //   add_vector    one checked vector into a Summary: figures per pair, a located Finding per
 //                 failure (record.cpp)
 //   compare_vector  ULP statistics of one output vector and its pair figure (`eval`; compare.cpp)
+//   advise        the hint of a failing run: a declaration or spec mismatch under which every
+//                 vector of the run passes, re-checked on all of them (advise.hpp, advise.cpp)
 // Adding a front end: build a PairChecker per (policy, spec, dtype) and a reference::Oracle per
 // spec; per position tuple take oracle.at(positions) once, per vector rot.apply(x, exact) and
 // check_vector, feed a Summary. The ExactVector overloads give the same figures, bit for bit, as
