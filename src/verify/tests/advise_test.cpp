@@ -317,6 +317,21 @@ TEST(AdviseFires, PassThroughChanged) {
       << a.text;
 }
 
+// Pass-through dims changed and one pair wrong: not only the pass-through dims.
+TEST(AdviseSilent, PassThroughAndOneWrongPairIsNoPassThroughHint) {
+  const RopeSpec s = make_spec(64, 32, true, 10000);
+  Emu e;
+  e.rotary_dim = 32;
+  e.zero_passthrough = true;
+  const Dump r = record(s, Dtype::f32, [e](std::int64_t v) {
+    Emu k = e;
+    k.negate_sin = v == 5;
+    return k;
+  });
+  const Advice a = advise_run(r, f32_policy());
+  EXPECT_NE(a.kind, Advice::Kind::passthrough) << a.text;
+}
+
 // ---- silent on the nearest neighbour of each trigger ------------------------------------------
 
 // The cause on every vector but the last: a hint from the first failing vector alone (the old
