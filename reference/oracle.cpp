@@ -78,7 +78,9 @@ using dd::ulp_of;
 constexpr int kTableBits = 10;  // K: table of 2^K + 1 angles 2 pi j / 2^K
 constexpr double kTrigError = 0x1p-100;
 constexpr double kElementError = 0x1.6a09e667f3bcdp-99;  // 2^-98.5
-constexpr double kMaxAbsPosition = 0x1p62;
+// |m| <= 2^62, compared as integers: as a double, 2^62 + 1 .. 2^62 + 2^9 would compare equal.
+constexpr std::int64_t kMaxAbsPosition = std::int64_t{1} << 62;
+bool position_in_range(std::int64_t m) { return m >= -kMaxAbsPosition && m <= kMaxAbsPosition; }
 constexpr double kMinInput = 0x1p-900, kMaxInput = 0x1p900;
 
 DD dd_of(mpfr_srcptr v) {
@@ -321,7 +323,7 @@ void Oracle::at(const std::vector<std::int64_t>& positions, Rotation& r) const {
   r.positions_ = positions;
   r.mpfr_only_ = im.mode == OracleMode::mpfr || !im.s_ok;
   for (std::int64_t m : positions)
-    if (std::fabs(static_cast<double>(m)) > kMaxAbsPosition) r.mpfr_only_ = true;
+    if (!position_in_range(m)) r.mpfr_only_ = true;
   if (r.mpfr_only_) return;
   const auto np = static_cast<std::size_t>(spec.n_pairs());
   r.c_hi_.resize(np);
@@ -343,8 +345,7 @@ void sincos_at(const std::array<std::uint64_t, 3>& phi, std::int64_t m, DD& c, D
 bool Oracle::sincos(std::int64_t pair, std::int64_t m, double c[2], double s[2]) const {
   static_assert(kSinCosError == kTrigError);
   const Impl& im = *impl_;
-  if (im.mode != OracleMode::fast || std::fabs(static_cast<double>(m)) > kMaxAbsPosition)
-    return false;
+  if (im.mode != OracleMode::fast || !position_in_range(m)) return false;
   DD cd{1, 0}, sd{0, 0};  // m = 0: exact
   if (m != 0) sincos_at(im.phi[static_cast<std::size_t>(pair)], m, cd, sd);
   c[0] = cd.hi;

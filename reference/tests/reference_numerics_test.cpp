@@ -132,5 +132,106 @@ TEST(ReferenceRotation, PassthroughDimsAreNotScaled) {
   for (int j = 2; j < 5; ++j) EXPECT_EQ(r(j, j), Mp(1));
 }
 
+// ---- Scaling variants against HF's formulas written out here (transformers
+// modeling_rope_utils: _compute_dynamic_ntk_parameters, get_mscale / _compute_yarn_parameters),
+// evaluated in MP with pow/log (not the exp/log chain of reference.cpp). Agreement within
+// 2^-(p - 20) relative: a few roundings at the working precision p, amplified by at most
+// e ln(base') < 2^5 in the exponent (the margin the scaling tests use).
+Mp rel_gap(const Mp& a, const Mp& b) { return abs(a - b) / abs(b); }
+Mp mp_tol() { return ldexp(Mp(1), -static_cast<int>(precision_bits()) + 20); }
+
+TEST(ReferenceScaling, DynamicNtkBaseIsHfFormula) {
+  RopeSpec s;
+  s.head_dim = 128;
+  s.scaling.kind = ScalingKind::dynamic;
+  s.scaling.factor = 2;
+  s.scaling.max_position_embeddings = 4096;
+  s.scaling.seq_len = 10000;
+  const RopeSpec n = s.normalized();
+  // base' = base (f L / L0 - (f - 1))^(d / (d - 2)), theta_j = base'^(-2j/d).
+  const Mp t = Mp(2) * 10000 / 4096 - 1;
+  const Mp base2 = Mp(10000) * pow(t, Mp(128) / 126);
+  for (std::int64_t i : {1, 17, 40, 63}) {
+    const auto [j, dim] = n.ladder(i);
+    const Mp want = pow(base2, -Mp(2 * j) / dim);
+    EXPECT_LT(rel_gap(inv_freq(n, i), want), mp_tol()) << "pair " << i;
+  }
+}
+
+TEST(ReferenceScaling, YarnAttentionFactorIsHfGetMscale) {
+  RopeSpec s;
+  s.head_dim = 64;
+  s.scaling.kind = ScalingKind::yarn;
+  s.scaling.factor = 40;
+  s.scaling.original_max_position_embeddings = 4096;
+  // get_mscale(40) = 0.1 ln 40 + 1 (mscale 1), the decimal one tenth.
+  const Mp one_tenth = Mp(1) / 10;
+  EXPECT_LT(rel_gap(magnitude(s.normalized()), one_tenth * log(Mp(40)) + 1), mp_tol());
+  // DeepSeek: get_mscale(f, mscale) / get_mscale(f, mscale_all_dim).
+  s.scaling.mscale = 0.707;
+  s.scaling.mscale_all_dim = 1;
+  const Mp num = one_tenth * exact(0.707) * log(Mp(40)) + 1, den = one_tenth * log(Mp(40)) + 1;
+  EXPECT_LT(rel_gap(magnitude(s.normalized()), num / den), mp_tol());
+}
+
+// With truncation the correction range is floor(low), ceil(high) (HF find_correction_range), then
+// ramp_j = clamp((j - low) / (high - low), 0, 1) and theta'_j = theta_j / f * ramp + theta_j (1 -
+// ramp): pairs at or below low keep theta_j, pairs at or above high get theta_j / f. low and high
+// here from the core's f64 evaluation of the same formula (integers, the MP ones unless a
+// correction dim sits within ~1e-13 of an integer, which it does not here).
+TEST(ReferenceScaling, YarnTruncatedRampIsHfFormula) {
+  RopeSpec s;
+  s.head_dim = 128;
+  s.scaling.kind = ScalingKind::yarn;
+  s.scaling.factor = 8;
+  s.scaling.original_max_position_embeddings = 4096;
+  const RopeSpec n = s.normalized();
+  ASSERT_TRUE(n.scaling.truncate);  // HF's default
+  const auto [low, high] = yarn_correction_range_f64(n);
+  ASSERT_EQ(low, std::floor(low));
+  ASSERT_EQ(high, std::floor(high));
+  ASSERT_LT(low, high);
+  for (std::int64_t i = 0; i < n.n_pairs(); ++i) {
+    const auto [j, dim] = n.ladder(i);
+    const Mp theta = pow(Mp(10000), -Mp(2 * j) / dim);
+    Mp ramp = (Mp(j) - Mp(low)) / (Mp(high) - Mp(low));
+    if (ramp < 0) ramp = 0;
+    if (ramp > 1) ramp = 1;
+    const Mp want = theta / 8 * ramp + theta * (1 - ramp);
+    EXPECT_LT(rel_gap(inv_freq(n, i), want), mp_tol()) << "pair " << i;
+  }
+}
+
+// beta_fast == beta_slow without truncation makes low == high, and HF adds 0.001 to high
+// (linear_ramp_factor: "prevent singularity"): the pair whose index lies within 0.001 above the
+// common correction dim v gets ramp (j - v) / 0.001, strictly between 0 and 1; the others 0 or 1.
+TEST(ReferenceScaling, YarnEqualCorrectionDimsUseHfGuard) {
+  const double d = 128, orig = 4096, base = 10000, v_aim = 19.9995;
+  RopeSpec s;
+  s.head_dim = 128;
+  s.scaling.kind = ScalingKind::yarn;
+  s.scaling.factor = 8;
+  s.scaling.original_max_position_embeddings = 4096;
+  s.scaling.truncate = false;
+  // v = d ln(orig / (beta 2 pi)) / (2 ln base) solved for beta at v_aim (then taken exactly).
+  s.scaling.beta_fast = s.scaling.beta_slow =
+      orig / (2 * M_PI) * std::exp(-2 * std::log(base) * v_aim / d);
+  const RopeSpec n = s.normalized();
+  const Mp two_pi = 8 * atan(Mp(1));
+  const Mp v =
+      Mp(128) * log(Mp(4096) / (exact(n.scaling.beta_fast) * two_pi)) / (2 * log(Mp(10000)));
+  const Mp r20 = (Mp(20) - v) / exact(0.001);
+  ASSERT_GT(r20, Mp(0.25));
+  ASSERT_LT(r20, Mp(0.75));
+  for (std::int64_t i : {19, 20, 21}) {
+    const auto [j, dim] = n.ladder(i);
+    ASSERT_EQ(j, i);
+    const Mp theta = pow(Mp(10000), -Mp(2 * j) / dim);
+    const Mp ramp = i == 19 ? Mp(0) : i == 21 ? Mp(1) : r20;
+    const Mp want = theta / 8 * ramp + theta * (1 - ramp);
+    EXPECT_LT(rel_gap(inv_freq(n, i), want), mp_tol()) << "pair " << i;
+  }
+}
+
 }  // namespace
 }  // namespace ropecheck::reference

@@ -55,6 +55,7 @@ int report_verdict(const nlohmann::json& report);
 struct HfConfigArg {
   std::string path;
   std::int64_t seq_len = 0;  // current sequence length for dynamic NTK / LongRoPE
+  std::string layer_type;    // --hf-layer-type: which RoPE of a config with one per layer type
   // The model's spec (SpecError on a bad config -> exit 2); none without --hf-config.
   std::optional<RopeSpec> read() const;
 };
@@ -106,6 +107,10 @@ int run(int argc, const char* const* argv, const RunOptions& opts = {});
 // malformed input), and the spec it resolves to for tensors whose last dimension is last_dim
 // (UsageError/SpecError on invalid values). Separate from the file reading for the fuzz target.
 std::map<std::string, std::string> parse_spec_json(std::string_view text, const std::string& what);
+// --spec's argument, in `check` and `validate` alike: JSON text (it starts with '{') or a file
+// holding it; and how messages name it ("--spec 'file'", or "--spec" for JSON text).
+std::map<std::string, std::string> read_spec_arg(const std::string& arg);
+std::string spec_arg_name(const std::string& arg);
 RopeSpec resolve_check_spec(const std::map<std::string, std::string>& keys, std::int64_t last_dim,
                             std::size_t rank);
 

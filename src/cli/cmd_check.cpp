@@ -8,6 +8,7 @@
 //                               positions;
 //                               spec from __metadata__ (string values) and/or --spec JSON
 //   --input x.npy --output y.npy --positions p.npy --spec spec.json
+//   (--spec: a file or the JSON text itself, '{"layout": "half"}', as `validate --spec`)
 //
 // Spec keys (safetensors __metadata__ strings, or --spec JSON values; --spec wins). Or
 // --hf-config config.json for the RoPE spec (layout ... sections below; if the keys also give a
@@ -100,14 +101,6 @@ struct CheckOptions {
 };
 
 using Keys = std::map<std::string, std::string>;
-
-Keys read_spec_json(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError("--spec: cannot open '" + path + "'");
-  std::ostringstream text;
-  text << f.rdbuf();
-  return parse_spec_json(text.str(), "--spec '" + path + "'");
-}
 
 // ---- spec keys -> spec and declared policy ------------------------------------------------------
 
@@ -424,11 +417,10 @@ RopeSpec runtime_seq_len(const RopeSpec& spec, const tio::TensorRef& pos,
 
 // The spec and policy of the inputs: __metadata__, overridden by --spec, and/or --hf-config.
 Resolved resolve_inputs(const CheckOptions& o, Inputs& in) {
-  const Keys spec_keys = o.spec.empty() ? Keys{} : read_spec_json(o.spec);
+  const Keys spec_keys = o.spec.empty() ? Keys{} : read_spec_arg(o.spec);
   for (const auto& [k, v] : spec_keys) in.keys[k] = v;
-  const std::string keys_seq_len_from = spec_keys.count("seq_len")
-                                            ? "--spec '" + o.spec + "'"
-                                            : "__metadata__ of '" + in.source + "'";
+  const std::string keys_seq_len_from =
+      spec_keys.count("seq_len") ? spec_arg_name(o.spec) : "__metadata__ of '" + in.source + "'";
   const auto& x0 = in.pairs.front().second.first;
   if (x0.shape.empty()) throw UsageError("tensor '" + x0.name + "' is a scalar");
   const std::optional<RopeSpec> hf = o.hf.read();
@@ -443,15 +435,21 @@ Resolved resolve_inputs(const CheckOptions& o, Inputs& in) {
   return r;
 }
 
+// The figures of one tensor pair (README, "check.json"); a maximum is null when no pair was
+// measured.
 nlohmann::json result_json(const PairResult& p) {
   const verify::Summary& s = p.summary;
+  const auto figure = [&s](double v) { return s.any ? nlohmann::json(v) : nlohmann::json(); };
   return {{"tensors", p.name},
+          {"passed", p.passed()},
+          {"coverage", p.coverage().empty() ? nlohmann::json() : nlohmann::json(p.coverage())},
           {"vectors", p.vectors},
           {"checked", s.vectors},
           {"skipped_nonfinite_input", p.skipped_nonfinite},
           {"failures", s.failures},
-          {"max_pair_error_u", s.max_error_u},
-          {"max_bound_utilization", s.max_utilization},
+          {"overflowed_elements", s.overflowed},
+          {"max_pair_error_u", figure(s.max_error_u)},
+          {"max_bound_utilization", figure(s.max_utilization)},
           {"max_pair_error_at", s.max_error_at.text()},
           {"max_bound_utilization_at", s.max_utilization_at.text()},
           {"worst", s.max_utilization_at.text()},  // the older name of max_bound_utilization_at
@@ -467,11 +465,12 @@ bool print_results(const std::vector<PairResult>& results, const verify::Advice&
   bool any_fail = false;
   for (const auto& p : results) {
     const verify::Summary& s = p.summary;
-    any_fail = any_fail || !s.passed();
+    any_fail = any_fail || !p.passed();
     const std::string util = verify::fmt_apart(s.max_utilization, 1.0).first;
+    // No pair measured: no maxima (not a 0 that reads like a perfect result).
     std::cout << std::left << std::setw(18) << p.name << std::setw(9) << p.vectors << std::setw(9)
-              << s.vectors << std::setw(8) << (s.passed() ? "pass" : "FAIL") << std::setw(14)
-              << verify::fmt(s.max_error_u) << util << "\n";
+              << s.vectors << std::setw(8) << (p.passed() ? "pass" : "FAIL") << std::setw(14)
+              << (s.any ? verify::fmt(s.max_error_u) : "-") << (s.any ? util : "-") << "\n";
     // The largest error and the largest share of the bound are often different pairs (the bound
     // grows with the position).
     if (s.any)
@@ -486,6 +485,11 @@ bool print_results(const std::vector<PairResult>& results, const verify::Advice&
     if (p.skipped_nonfinite)
       std::cout << "note: " << p.name << ": " << p.skipped_nonfinite
                 << " vector(s) with non-finite input not checked\n";
+    if (p.summary.overflowed)
+      std::cout << "note: " << p.name << ": " << p.summary.overflowed
+                << " output element(s) read as an overflow (+-inf, or the largest finite value "
+                   "under output_rounding toward_zero): the values that round to it, 0 error where "
+                   "it is the exact value's correct rounding, the bound judges the rest\n";
     for (const auto& l : p.located()) std::cout << l << "\n";
     const auto shown = static_cast<std::int64_t>(p.summary.findings.size());
     if (p.summary.failures > shown)
@@ -602,7 +606,7 @@ scan::FusedChain fused_chain(const Keys& k) {
 int run_fused(const CheckOptions& o, const tio::TensorFileRef& f) {
   Keys keys = f.metadata;
   if (!o.spec.empty())
-    for (const auto& [k, v] : read_spec_json(o.spec)) keys[k] = v;
+    for (const auto& [k, v] : read_spec_arg(o.spec)) keys[k] = v;
   scan::FusedTensors t;
   for (auto [name, into] : {std::pair{"x", &t.x},
                             {"positions", &t.positions},
@@ -653,8 +657,10 @@ int run_fused(const CheckOptions& o, const tio::TensorFileRef& f) {
     std::cout << "note: " << res.skipped_nonfinite
               << " written head vector(s) with a non-finite input not checked\n";
   if (res.elements == 0)
-    std::cout << "FAIL coverage: no element was checked (no token writes a slot, or every "
-                 "written input is non-finite): nothing of the chain was exercised\n";
+    std::cout << "FAIL "
+              << verify::nothing_checked(
+                     "no token writes a slot, or every written input is non-finite", "the chain")
+              << "\n";
   for (const auto& l : res.findings) std::cout << "FAIL " << l << "\n";
   std::cout << (res.passed() ? "\nPASS" : "\nFAIL")
             << ": each stored byte is the declared chain's image of the exact rotation within "
@@ -770,6 +776,19 @@ Keys parse_spec_json(std::string_view text, const std::string& what) {
   return k;
 }
 
+std::string spec_arg_name(const std::string& arg) {
+  return !arg.empty() && arg.front() == '{' ? "--spec" : "--spec '" + arg + "'";
+}
+
+Keys read_spec_arg(const std::string& arg) {
+  if (!arg.empty() && arg.front() == '{') return parse_spec_json(arg, spec_arg_name(arg));
+  std::ifstream f(arg, std::ios::binary);
+  if (!f) throw UsageError("--spec: cannot read '" + arg + "' (give a file or JSON text)");
+  std::ostringstream text;
+  text << f.rdbuf();
+  return parse_spec_json(text.str(), spec_arg_name(arg));
+}
+
 RopeSpec resolve_check_spec(const Keys& keys, std::int64_t last_dim, std::size_t rank) {
   // (the fuzz target's entry: spec keys only, no --hf-config)
   return resolve(keys, last_dim, rank).spec;
@@ -782,7 +801,8 @@ void add_check(CLI::App& app, int& status) {
   cmd->add_option("--tensors", o->tensors,
                   "safetensors dump with x, y (or q/q_out, k/k_out, grad_y/grad_x), positions");
   cmd->add_option("--spec", o->spec,
-                  "spec JSON (keys as the safetensors __metadata__; overrides it)");
+                  "spec JSON, as text ('{...}') or a file (keys as the safetensors "
+                  "__metadata__; overrides it)");
   cmd->add_option("--input", o->input, ".npy input (f64/f32/f16)");
   cmd->add_option("--output", o->output, ".npy output recorded from the kernel");
   cmd->add_option("--positions", o->positions, ".npy positions (int64/int32)");

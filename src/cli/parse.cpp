@@ -47,6 +47,7 @@ std::optional<RopeSpec> HfConfigArg::read() const {
   if (path.empty()) return std::nullopt;
   HfConfigOptions h;
   h.seq_len = seq_len;
+  h.layer_type = layer_type;
   return read_hf_config(path, h);
 }
 
@@ -54,6 +55,9 @@ CLI::Option* add_hf_config_options(CLI::App* cmd, HfConfigArg& arg, const std::s
   CLI::Option* hf = cmd->add_option("--hf-config", arg.path, what);
   cmd->add_option("--seq-len", arg.seq_len,
                   "current sequence length for dynamic NTK / LongRoPE (with --hf-config)");
+  cmd->add_option("--hf-layer-type", arg.layer_type,
+                  "full_attention or sliding_attention: the layers whose RoPE to read from a "
+                  "config with one per layer type (Gemma 3, transformers 5 rope_parameters)");
   return hf;
 }
 

@@ -1,6 +1,8 @@
 // libFuzzer target: the Hugging Face config.json reader (ropecheck::spec_from_hf_config) on
-// arbitrary text, with an optional sequence length. A config is either refused (malformed JSON
-// or SpecError) or gives a normalized spec whose pairs lie inside rotary_dim.
+// arbitrary text, with an optional sequence length and layer type (none, the two real ones, a
+// bogus one). A config is either refused (malformed JSON or SpecError) or gives a normalized
+// spec whose pairs lie inside rotary_dim. The seeds include each family's spelling (GPT-NeoX,
+// GPT-J, ChatGLM, DeepSeek-V3, Gemma 3 nested in text_config).
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -16,6 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::uint32_t seq = 0;
   std::memcpy(&seq, data, 4);
   opts.seq_len = seq % 3 == 0 ? 0 : static_cast<std::int64_t>(seq >> 2);
+  static const char* kLayerTypes[] = {"", "full_attention", "sliding_attention", "global"};
+  opts.layer_type = kLayerTypes[seq >> 30];
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(data + 4, data + size);

@@ -119,7 +119,9 @@ py::dict result_dict(const scan::PairResult& r) {
     findings.append(d);
   }
   py::dict d;
-  d["passed"] = s.passed();
+  d["passed"] = r.passed();  // nothing checked is not a pass (scan::PairResult::coverage)
+  d["coverage"] = r.coverage();
+  d["overflowed"] = s.overflowed;
   d["vectors"] = r.vectors;
   d["checked"] = s.vectors;
   d["skipped_nonfinite"] = r.skipped_nonfinite;

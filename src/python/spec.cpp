@@ -171,9 +171,11 @@ RopeSpec make_spec(std::int64_t head_dim, std::int64_t rotary_dim, double base,
 }
 
 // A path (str / os.PathLike) or a dict (the parsed config.json).
-RopeSpec spec_from_hf(const py::object& config, std::int64_t seq_len) {
+RopeSpec spec_from_hf(const py::object& config, std::int64_t seq_len,
+                      const std::string& layer_type) {
   HfConfigOptions o;
   o.seq_len = seq_len;
+  o.layer_type = layer_type;
   try {
     if (py::isinstance<py::dict>(config)) {
       const auto text = py::module_::import("json").attr("dumps")(config).cast<std::string>();
@@ -247,7 +249,10 @@ void bind_spec(py::module_& m) {
         py::arg("base") = 10000.0, py::arg("layout") = "half", py::arg("scale") = 1.0,
         py::arg("sections") = std::vector<std::int64_t>{}, py::arg("scaling") = py::none())
       .def_static("from_hf_config", &spec_from_hf, py::arg("config"), py::arg("seq_len") = 0,
-                  "Spec of a Hugging Face config.json (a path or the parsed dict)")
+                  py::arg("layer_type") = "",
+                  "Spec of a Hugging Face config.json (a path or the parsed dict); layer_type "
+                  "'full_attention' or 'sliding_attention' for a config with one RoPE per "
+                  "layer type (Gemma 3)")
       .def_readonly("head_dim", &RopeSpec::head_dim)
       .def_readonly("rotary_dim", &RopeSpec::rotary_dim)
       .def_readonly("base", &RopeSpec::base)

@@ -42,8 +42,17 @@ Geometry geometry(const std::vector<std::int64_t>& s, const std::string& name,
   return g;
 }
 
+std::string PairResult::coverage() const {
+  if (summary.vectors > 0) return "";
+  return verify::nothing_checked(
+      vectors == 0 ? name + " holds no head vector (a dimension of its shape is 0)"
+                   : "every one of the " + std::to_string(vectors) + " head vector(s) of " + name +
+                         " has a non-finite input");
+}
+
 std::vector<std::string> PairResult::located() const {
   std::vector<std::string> l;
+  if (summary.vectors == 0) l.push_back("FAIL " + coverage());
   for (const auto& f : summary.findings) l.push_back("FAIL " + name + " " + f.message());
   if (!summary.hint.empty()) l.push_back("hint (" + name + "): " + summary.hint);
   return l;

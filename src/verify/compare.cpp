@@ -16,11 +16,16 @@ bool same_value(double got, double rounded) {
 }
 
 // |got - exact| in absolute terms and in ulps of round(exact). A non-finite exact value only
-// comes from a non-finite input: the one acceptable output is then the same class.
+// comes from a non-finite input: the one acceptable output is then the same class. An infinite
+// output is an overflow read as the values that round to it (output_diff: 0 where it is the
+// correct rounding).
 std::pair<double, double> element_error(double got, const Mp& exact, double rounded, Dtype d) {
   if (!boost::multiprecision::isfinite(exact))
     return same_value(got, rounded) ? std::pair{0.0, 0.0} : std::pair{kInf, kInf};
-  if (!std::isfinite(got)) return {kInf, kInf};
+  if (!std::isfinite(got)) {
+    const double e = std::abs(output_diff(got, exact, d, Rounding::nearest_even).diff);
+    return {e, e / reference::ulp(rounded, d)};
+  }
   const Mp diff = abs(reference::exact(got) - exact);
   return {static_cast<double>(diff),
           static_cast<double>(diff / reference::exact(reference::ulp(rounded, d)))};
@@ -47,11 +52,10 @@ void add_pairs(VectorError& err, const RopeSpec& spec, Dtype d, const std::vecto
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const auto [a, b] = spec.pair(i);
     if (!std::isfinite(x[a]) || !std::isfinite(x[b])) continue;  // the elements say it
-    double e = kInf;
-    if (std::isfinite(got[a]) && std::isfinite(got[b]))
-      e = pair_error_u(static_cast<double>(reference::exact(got[a]) - exact(a)),
-                       static_cast<double>(reference::exact(got[b]) - exact(b)), x[a], x[b],
-                       magnitude, u);
+    // The outputs read as every check reads them (output_diff), overflow included.
+    const double e = pair_error_u(output_diff(got[a], exact(a), d, Rounding::nearest_even).diff,
+                                  output_diff(got[b], exact(b), d, Rounding::nearest_even).diff,
+                                  x[a], x[b], magnitude, u);
     if (e > err.max_pair_error_u || err.max_pair_index < 0) {
       err.max_pair_error_u = e;
       err.max_pair_index = i;

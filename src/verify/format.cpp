@@ -60,7 +60,10 @@ std::string explain_pair(const PairCheck& p, double x_a, double x_b, double got_
   return exceeded(err, p.bound_abs, p.scaled_norm * u, p.got_nan, p.got_inf) +
          relative_text(err, p.bound_abs, p.scaled_norm) + "; got (" + ga.first + ", " + gb.first +
          "), expected (" + ga.second + ", " + gb.second + ") from x = (" + xs.first + ", " +
-         xs.second + ")";
+         xs.second + ")" +
+         (p.overflowed && std::isfinite(err)
+              ? " (an output read as an overflow stands for the values that round to it)"
+              : "");
 }
 
 std::string explain_passthrough(std::int64_t elem, double got, double input, Dtype d) {

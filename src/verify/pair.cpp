@@ -16,6 +16,61 @@ double pair_error_u_of_norm(double diff_a, double diff_b, double n, double u) {
   return e / n / u;
 }
 
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// T = max + ulp(max)/2 = (2 - 2^-p) 2^emax in MP: p + 1 bits, exact at the reference precision
+// (>= 160 bits), and beyond double's range for f64 (T > DBL_MAX), so built from two doubles.
+Mp overflow_threshold(Dtype d) {
+  const double max = max_finite(d);
+  return reference::exact(max) + reference::exact(reference::ulp(max, d) / 2);
+}
+
+// As a double, for the storage dtypes narrower than f64 (p + 1 <= 53 bits, emax + 1 < 1024).
+double overflow_threshold_double(Dtype d) {
+  const double max = max_finite(d);
+  return max + reference::ulp(max, d) / 2;
+}
+
+// The infinity `got` read as the values it stands for, from RN_double(+-T - exact) (output_diff
+// in verify.hpp): 0 once the exact value lies in that set.
+OutputDiff overflow_diff(double got, double to_threshold) {
+  const bool exact_in_set = got > 0 ? to_threshold <= 0 : to_threshold >= 0;
+  return {exact_in_set ? 0.0 : to_threshold, true};
+}
+
+bool reads_as_overflow(double got, Rounding r) {
+  return std::isinf(got) && r == Rounding::nearest_even;
+}
+
+// Toward zero saturates: +-max stands for every value at or beyond it.
+OutputDiff saturated(double got, double diff, Dtype d, Rounding r) {
+  if (r == Rounding::toward_zero && std::fabs(got) == max_finite(d) &&
+      (got > 0 ? diff < 0 : diff > 0))
+    return {0.0, true};
+  return {diff, false};
+}
+
+}  // namespace
+
+OutputDiff output_diff(double got, const Mp& exact, Dtype d, Rounding r) {
+  if (std::isfinite(got))
+    return saturated(got, static_cast<double>(reference::exact(got) - exact), d, r);
+  if (!reads_as_overflow(got, r)) return {kInf, false};
+  const Mp t = overflow_threshold(d);
+  return overflow_diff(got, static_cast<double>((got > 0 ? t : Mp(-t)) - exact));
+}
+
+OutputDiff output_diff(double got, const reference::ExactVector& exact, std::int64_t j, Dtype d,
+                       Rounding r) {
+  if (std::isfinite(got)) return saturated(got, exact.diff(j, got), d, r);
+  if (!reads_as_overflow(got, r)) return {kInf, false};
+  if (d == Dtype::f64) return output_diff(got, exact.mp(j), d, r);  // T is no double
+  const double t = overflow_threshold_double(d);
+  return overflow_diff(got, exact.diff(j, got > 0 ? t : -t));
+}
+
 PairChecker::PairChecker(const Policy& policy, const RopeSpec& spec, Dtype dtype)
     : policy_(policy),
       spec_(spec),
@@ -31,12 +86,10 @@ bounds::PairBound PairChecker::bound(std::int64_t pair, double position) const {
 PairCheck PairChecker::check(std::int64_t pair, double position, double x_a, double x_b,
                              double got_a, double got_b, const Mp& exact_a,
                              const Mp& exact_b) const {
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  const bool finite = std::isfinite(got_a) && std::isfinite(got_b);
-  // Non-finite outputs: MP arithmetic would give NaN for inf - inf; the error is infinite.
-  const double da = finite ? static_cast<double>(reference::exact(got_a) - exact_a) : inf;
-  const double db = finite ? static_cast<double>(reference::exact(got_b) - exact_b) : inf;
-  return check_diffs(bound(pair, position), pair, x_a, x_b, got_a, got_b, da, db);
+  const Rounding r = policy_.output_rounding;
+  return check_diffs(bound(pair, position), pair, x_a, x_b, got_a, got_b,
+                     output_diff(got_a, exact_a, dtype_, r),
+                     output_diff(got_b, exact_b, dtype_, r));
 }
 
 PairCheck PairChecker::check(std::int64_t pair, double position, double x_a, double x_b,
@@ -48,12 +101,10 @@ PairCheck PairChecker::check(std::int64_t pair, double position, double x_a, dou
 PairCheck PairChecker::check(const bounds::PairBound& pb, std::int64_t pair, double x_a, double x_b,
                              double got_a, double got_b,
                              const reference::ExactVector& exact) const {
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  const bool finite = std::isfinite(got_a) && std::isfinite(got_b);
   const auto [a, b] = spec_.pair(pair);
-  const double da = finite ? exact.diff(a, got_a) : inf;
-  const double db = finite ? exact.diff(b, got_b) : inf;
-  return check_diffs(pb, pair, x_a, x_b, got_a, got_b, da, db);
+  const Rounding r = policy_.output_rounding;
+  return check_diffs(pb, pair, x_a, x_b, got_a, got_b, output_diff(got_a, exact, a, dtype_, r),
+                     output_diff(got_b, exact, b, dtype_, r));
 }
 
 void PairChecker::bounds_at(const std::vector<std::int64_t>& positions,
@@ -66,9 +117,10 @@ void PairChecker::bounds_at(const std::vector<std::int64_t>& positions,
 }
 
 PairCheck PairChecker::check_diffs(const bounds::PairBound& pb, std::int64_t pair, double x_a,
-                                   double x_b, double got_a, double got_b, double da,
-                                   double db) const {
+                                   double x_b, double got_a, double got_b, const OutputDiff& oa,
+                                   const OutputDiff& ob) const {
   constexpr double inf = std::numeric_limits<double>::infinity();
+  const double da = oa.diff, db = ob.diff;
   PairCheck r;
   r.pair = pair;
   const auto [a, b] = spec_.pair(pair);
@@ -77,6 +129,7 @@ PairCheck PairChecker::check_diffs(const bounds::PairBound& pb, std::int64_t pai
   r.got_nan = std::isnan(got_a) || std::isnan(got_b);
   r.got_inf = std::isinf(got_a) || std::isinf(got_b);
   r.finite = !r.got_nan && !r.got_inf;
+  r.overflowed = int{oa.overflowed} + int{ob.overflowed};
   r.error_abs = std::hypot(da, db);
   r.scaled_norm = magnitude_ * std::hypot(x_a, x_b);
   // pair_error_u(da, db, x_a, x_b, magnitude_, u_) from the two hypots already taken: the same
@@ -119,7 +172,7 @@ void fix_zero_norm_pairs(VectorCheck& v, const PairChecker& c, const double* x) 
   double unit = c.magnitude() * std::sqrt(n2) * c.u();
   if (!(unit > 0)) unit = std::ldexp(1.0, traits(c.dtype()).emin) * c.u();
   for (auto& p : v.pairs) {
-    if (p.scaled_norm != 0 || !p.finite) continue;
+    if (p.scaled_norm != 0 || p.non_finite_fault()) continue;
     p.error_u = p.error_abs / unit;
     p.bound_u = p.bound_abs / unit;
   }

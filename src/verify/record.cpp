@@ -28,6 +28,8 @@ void add_vector_with(Summary& s, const PairChecker& c, const VectorCheck& v, con
     where.elem_a = p.elem_a;
     where.elem_b = p.elem_b;
     const auto a = static_cast<std::size_t>(p.elem_a), b = static_cast<std::size_t>(p.elem_b);
+    // A failing pair with an infinite output is a non-finite finding even when the infinity was
+    // read as an overflow (its error is then finite, and said).
     s.add_finding({p.finite ? FindingKind::exceeds_bound : FindingKind::non_finite_output, where,
                    explain_pair(p, x[a], x[b], got[a], got[b], mp_of(exact, p.elem_a),
                                 mp_of(exact, p.elem_b), c.u())});

@@ -7,6 +7,7 @@ namespace ropecheck::verify {
 
 void Summary::add_pair(const PairCheck& p, const Location& at) {
   ++pairs;
+  overflowed += p.overflowed;
   if (p.unconstrained) {
     ++unconstrained_pairs;
     std::int64_t m = 0;
@@ -41,6 +42,7 @@ void Summary::append(const Summary& l) {
   pairs += l.pairs;
   failures += l.failures;
   unconstrained_pairs += l.unconstrained_pairs;
+  overflowed += l.overflowed;
   if (l.min_unconstrained_position >= 0 &&
       (min_unconstrained_position < 0 || l.min_unconstrained_position < min_unconstrained_position))
     min_unconstrained_position = l.min_unconstrained_position;
@@ -61,6 +63,10 @@ void Summary::append(const Summary& l) {
   }
   for (const auto& f : l.findings)
     if (findings.size() < keep) findings.push_back(f);
+}
+
+std::string nothing_checked(const std::string& why, const std::string& what) {
+  return "coverage: no element was checked (" + why + "): nothing of " + what + " was exercised";
 }
 
 }  // namespace ropecheck::verify

@@ -708,4 +708,182 @@ TEST(Bounds, PairBoundsTableEqualsTheFreeFunction) {
   EXPECT_GT(compared, 10000);
 }
 
+// ---- Every term of the table by hand (bounds.cpp, the section named at each line) ---------------
+// Each value is re-derived here from the written derivation, not read off the code, so a term
+// that is dropped, halved or counted once too few fails here even where no sweep reaches it.
+namespace by_hand {
+
+constexpr double u64 = 0x1p-53, u32 = 0x1p-24, ubf = 0x1p-8;
+
+// Sections 2, 3, 6: arithmetic in bf16 on f32 storage (narrower than the storage: the inputs are
+// rounded into it, + u_R) and coarser than the angle and the table (the table entries are
+// converted into it, + u_R per entry); the underflow terms of each format.
+TEST(BoundsByHand, ArithmeticNarrowerThanStorageAndTable) {
+  const Policy p{Dtype::f32, Dtype::f32, Dtype::bf16, AngleRecipe::pow_product, false, ""};
+  const auto b = bounds::pair_error_bound(p, spec128(), Dtype::f32, 3, 0);
+  const double sub_f32 = std::ldexp(1.0, -149), sub_bf = std::ldexp(1.0, -133);
+  EXPECT_DOUBLE_EQ(b.arithmetic * u32, std::sqrt(2.0) * 2 * ubf + ubf);
+  EXPECT_DOUBLE_EQ(b.trig * u32, std::sqrt(2.0) * (2 * u32 + ubf + sub_f32 / 2));
+  // 6: four roundings of the arithmetic format's subnormal half-quantum per component, then
+  // storage's; sqrt(2) per pair.
+  EXPECT_DOUBLE_EQ(b.underflow_pre_abs, std::sqrt(2.0) * 4 * sub_bf / 2);
+  EXPECT_DOUBLE_EQ(b.underflow_abs, b.underflow_pre_abs + std::sqrt(2.0) * sub_f32 / 2);
+}
+
+// Section 4: s rounded into the working precision and multiplied in once, 2 max(u_T, u_R); none
+// for a power of two.
+TEST(BoundsByHand, ScaleTerm) {
+  RopeSpec s = spec128();
+  s.scale = 3;
+  EXPECT_DOUBLE_EQ(bounds::pair_error_bound(kHf, s.normalized(), Dtype::f32, 3, 10).scale, 2.0);
+  const Policy t{Dtype::f32, Dtype::bf16, Dtype::f32, AngleRecipe::pow_product, false, ""};
+  EXPECT_DOUBLE_EQ(bounds::pair_error_bound(t, s.normalized(), Dtype::f32, 3, 10).scale,
+                   2 * ubf / u32);
+  s.scale = 4;
+  EXPECT_EQ(bounds::pair_error_bound(kHf, s.normalized(), Dtype::f32, 3, 10).scale, 0.0);
+}
+
+// Section 7: second_order = Rr T' + S (T' + Rr) + S Rr T' with T' = trig + scale, on bf16 storage
+// where S = 2^-8 makes every product visible.
+TEST(BoundsByHand, SecondOrderTerms) {
+  RopeSpec s = spec128();
+  s.scale = 3;
+  const auto b = bounds::pair_error_bound(kHf, s.normalized(), Dtype::bf16, 9, 3000);
+  const double T = (b.trig + b.scale) * ubf, R = b.arithmetic * ubf, S = b.storage * ubf;
+  EXPECT_DOUBLE_EQ(b.second_order * ubf, R * T + S * (T + R) + S * R * T);
+}
+
+// Section 1: |m| = 2^24 is an f32 exactly: no rounding of m; 2^24 + 2 is rounded (one more u).
+TEST(BoundsByHand, PositionRoundingStartsAboveTwoToThePrecision) {
+  const auto s = spec128();
+  EXPECT_DOUBLE_EQ(bounds::angle_error_bound(kHf, s, 0, 0x1p24).rel, 4 * u32);
+  EXPECT_DOUBLE_EQ(bounds::angle_error_bound(kHf, s, 0, 0x1p24 + 2).rel, 5 * u32);
+  EXPECT_DOUBLE_EQ(bounds::angle_error_bound(kF64, s, 0, 0x1p53).rel, 3 * u64);
+}
+
+// Section 8, per scaling kind, with the f64 recipe (u_A = u64): the unscaled rho_theta of section
+// 1 is rho0 = (e ln base + 2) u64 (an f64 base, pow within 1 ulp), and every rel adds u64 for the
+// product m theta'.
+double rho0(const RopeSpec& s, std::int64_t pair, double base) {
+  const auto [j, dim] = s.ladder(pair);
+  const double e = 2.0 * static_cast<double>(j) / static_cast<double>(dim);
+  return (e * std::log(base) + 2) * u64;
+}
+
+RopeSpec scaled(ScalingKind kind) {
+  RopeSpec s = spec128();
+  s.scaling.kind = kind;
+  return s;
+}
+
+TEST(BoundsByHand, LongropeAndLinearAddOneDivision) {
+  RopeSpec lr = scaled(ScalingKind::longrope);
+  lr.scaling.original_max_position_embeddings = 4096;
+  lr.scaling.max_position_embeddings = 131072;
+  for (int i = 0; i < 64; ++i) {
+    lr.scaling.short_factor.push_back(1.0 + 0.01 * i);
+    lr.scaling.long_factor.push_back(2.0 + 0.1 * i);
+  }
+  const RopeSpec n = lr.normalized();
+  EXPECT_NEAR(bounds::angle_error_bound(kF64, n, 20, 1000).rel, rho0(n, 20, 1e4) + 2 * u64,
+              1e-6 * u64);
+  // The magnitude: longrope's default attention factor sqrt(1 + ln f / ln orig), f = 32:
+  // u / (2 ln orig) + 4u, then scale * factor (u), then section 4's 2 max(u_T, u_R).
+  const double af = u64 / (2 * std::log(4096.0)) + 4 * u64;
+  EXPECT_NEAR(bounds::pair_error_bound(kF64, n, Dtype::f64, 20, 1000).scale,
+              (2 * u64 + af + u64) / u64, 1e-9);
+}
+
+TEST(BoundsByHand, YarnMagnitudeAndRamp) {
+  // DeepSeek's ratio of two get_mscale (13u), plain yarn's one get_mscale (6u); each then
+  // scale * factor (u) and 2 max(u_T, u_R).
+  RopeSpec ds = spec128();
+  ds.scaling = deepseek_v3_yarn_scaling();
+  ds.scaling.mscale = 0.707;  // a ratio that is not 1
+  EXPECT_NEAR(bounds::pair_error_bound(kF64, ds.normalized(), Dtype::f64, 5, 100).scale, 2 + 13 + 1,
+              1e-9);
+  RopeSpec y = scaled(ScalingKind::yarn);
+  y.scaling.factor = 8;
+  y.scaling.original_max_position_embeddings = 4096;
+  EXPECT_NEAR(bounds::pair_error_bound(kF64, y.normalized(), Dtype::f64, 5, 100).scale, 2 + 6 + 1,
+              1e-9);
+  // The ramp without truncation: e_low = |low| (3u / |L1| + 6u) (and e_high), e_r = (2 e_low +
+  // e_high) / |high - low| + 3u; rho = rho0 + (f - 1) e_r + 4u.
+  y.scaling.truncate = false;
+  const RopeSpec yn = y.normalized();
+  const double d = 128, orig = 4096;
+  const auto raw = [&](double beta, double& err) {
+    const double L1 = std::log(orig / (beta * 2 * M_PI));
+    const double v = d * L1 / (2 * std::log(1e4));
+    err = std::fabs(v) * (3 * u64 / std::fabs(L1) + 6 * u64);
+    return v;
+  };
+  double el = 0, eh = 0;
+  const double lo = raw(32, el), hi = raw(1, eh);
+  ASSERT_GT(lo, 0);
+  ASSERT_LT(hi, d - 1);
+  const double er = (2 * el + eh) / (hi - lo) + 3 * u64;
+  EXPECT_NEAR(bounds::angle_error_bound(kF64, yn, 30, 100).rel,
+              rho0(yn, 30, 1e4) + 7 * er + 4 * u64 + u64, 1e-6 * u64);
+  // Truncated, with low == high (both 0: orig 6 puts the slow correction in (-1, 0)): the guard's
+  // 0.001 enters, e_r = u + 2u (high + 1) / 0.001.
+  RopeSpec t = y;
+  t.scaling.truncate = true;
+  t.scaling.original_max_position_embeddings = 6;
+  const RopeSpec tn = t.normalized();
+  const auto [l, h] = yarn_correction_range_f64(tn);
+  ASSERT_EQ(l, h);
+  const double ert = u64 + 2 * u64 * (h + 1) / 0.001;
+  EXPECT_NEAR(bounds::angle_error_bound(kF64, tn, 30, 100).rel,
+              rho0(tn, 30, 1e4) + 7 * ert + 4 * u64 + u64, 1e-6 * u64);
+}
+
+TEST(BoundsByHand, Llama3MediumBand) {
+  RopeSpec s = spec128();
+  s.base = 500000;
+  s.scaling = llama31_scaling();
+  const RopeSpec n = s.normalized();
+  const auto& sc = n.scaling;
+  const double r0 = rho0(n, 40, 500000);
+  const double es =
+      sc.high_freq_factor * (3 * u64 + r0) / (sc.high_freq_factor - sc.low_freq_factor) + 3 * u64;
+  EXPECT_NEAR(bounds::angle_error_bound(kF64, n, 40, 100).rel,
+              r0 + (sc.factor - 1) * es + 4 * u64 + u64, 1e-6 * u64);
+}
+
+TEST(BoundsByHand, DynamicNtkBase) {
+  RopeSpec s = scaled(ScalingKind::dynamic);
+  s.scaling.factor = 2;
+  s.scaling.max_position_embeddings = 4096;
+  s.scaling.seq_len = 10000;
+  const RopeSpec n = s.normalized();
+  // t = f L / L0 - (f - 1); delta_t = (2u f L/L0 + u |f - 1| + u t) / t;
+  // delta_b = d/(d-2) (delta_t + u ln t) + 3u; theta_j = base'^(-e): e ln(base') u + 2u + e
+  // delta_b.
+  const double f = 2, L = 10000, L0 = 4096, d = 128;
+  const double t = f * L / L0 - (f - 1);
+  const double dt = (2 * u64 * f * L / L0 + u64 * std::fabs(f - 1) + u64 * t) / t;
+  const double db = d / (d - 2) * (dt + u64 * std::log(t)) + 3 * u64;
+  const auto [j, dim] = n.ladder(25);
+  const double e = 2.0 * static_cast<double>(j) / static_cast<double>(dim);
+  const double base2 = dynamic_base_f64(n);
+  EXPECT_NEAR(bounds::angle_error_bound(kF64, n, 25, 100).rel,
+              (e * std::log(base2) + 2) * u64 + e * db + u64, 1e-6 * u64);
+}
+
+// fast_powf_f32 (section 1): rho = expm1(ln 2 |z - z*|) + 5u (ex2.approx), |z - z*| <= e (Lambda
+// 5u + 4u max(Lambda, 1) + (1 + [b]) u / ln 2), then the product (u).
+TEST(BoundsByHand, FastPowfF32) {
+  const Policy fp{Dtype::f32, Dtype::f32, Dtype::f32, AngleRecipe::fast_powf_f32, true, ""};
+  const auto s = spec128();
+  const auto [j, dim] = s.ladder(40);
+  const double e = 2.0 * static_cast<double>(j) / static_cast<double>(dim);
+  const double lam = std::log2(1e4);
+  const double dz = e * (lam * 5 * u32 + 4 * u32 * lam + u32 / std::log(2.0));
+  EXPECT_NEAR(bounds::angle_error_bound(fp, s, 40, 100).rel,
+              std::expm1(std::log(2.0) * dz) + 5 * u32 + u32, 1e-6 * u32);
+}
+
+}  // namespace by_hand
+
 }  // namespace

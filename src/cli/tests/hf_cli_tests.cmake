@@ -50,6 +50,9 @@ ropecheck_hf_report(phi35_longrope phi35_longrope.json
   --seq-len 8192)
 ropecheck_hf_report(deepseek_yarn deepseek_yarn.json
   "\"spec\": \"head_dim=64 rotary_dim=64 base=10000 layout=half scaling=yarn\\(factor=40 orig=4096 beta_fast=32 beta_slow=1 truncate=true mscale=1 mscale_all_dim=0.707\\)\"")
+# GPT-NeoX / Pythia's own keys (rotary_pct, rotary_emb_base): a quarter of each head.
+ropecheck_hf_report(pythia_1_4b pythia_1_4b.json
+  "\"spec\": \"head_dim=128 rotary_dim=32 base=10000 layout=half\"")
 ropecheck_hf_report(gpt_oss_yarn gpt_oss_yarn.json
   "\"spec\": \"head_dim=64 rotary_dim=64 base=150000 layout=half scaling=yarn\\(factor=32 orig=4096 beta_fast=32 beta_slow=1 truncate=false mscale=0 mscale_all_dim=0\\)\"")
 
@@ -73,6 +76,10 @@ ropecheck_hf_validate(deepseek_yarn 0
   --plugin ${_bs} --hf-config ${_hf}/deepseek_yarn.json)
 ropecheck_hf_validate(gpt_oss_yarn 0 "truncate=false.*PASS: 1 configuration"
   --plugin ${_bs} --hf-config ${_hf}/gpt_oss_yarn.json)
+# GPT-J-6B: rotary_dim 64 of a 256-wide head, pairs (2i, 2i+1).
+ropecheck_hf_validate(gptj_6b 0
+  "head_dim=256 rotary_dim=64 base=10000 layout=interleaved.*PASS: 1 configuration"
+  --plugin ${_bs} --hf-config ${_hf}/gptj_6b.json)
 # The wrapper with YaRN's attention factor 0.07 ln f + 1, on the DeepSeek config: caught.
 ropecheck_hf_validate(deepseek_yarn_broken_mscale 1
   "classification: f32 half = wrong_results;.*FAIL: 1 configuration"
@@ -89,6 +96,19 @@ ropecheck_hf_test(eval_qwen2_vl 0 "\"description\": \"head_dim=128 rotary_dim=12
   eval --dtype f32 --position 7 --input ${_in128} --hf-config ${_hf}/qwen2_vl.json)
 ropecheck_hf_test(eval_llama31_8b 0 "scaling=llama3\\(factor=8 low=1 high=4 orig=8192\\)"
   eval --dtype f32 --position 70000 --input ${_in128} --hf-config ${_hf}/llama31_8b.json)
+
+# Gemma 3: one RoPE per layer type, chosen with --hf-layer-type, refused without it.
+string(REPEAT "0.5," 255 _in256)
+set(_in256 "${_in256}0.5")
+ropecheck_hf_test(eval_gemma3_sliding 0 "\"head_dim\": 256,\n    \"rotary_dim\": 256,\n    \"base\": 10000.0,\n    \"layout\": \"half\",\n    \"scale\": 1.0,\n    \"scaling\": \"none\""
+  eval --dtype f32 --position 7 --input ${_in256} --hf-config ${_hf}/gemma3_1b.json
+  --hf-layer-type sliding_attention)
+ropecheck_hf_test(eval_gemma3_full 0 "\"head_dim\": 256,\n    \"rotary_dim\": 256,\n    \"base\": 1000000.0,"
+  eval --dtype f32 --position 7 --input ${_in256} --hf-config ${_hf}/gemma3_1b.json
+  --hf-layer-type full_attention)
+ropecheck_hf_test(eval_gemma3_no_layer_type 2
+  "hf-config: 'rope_local_base_freq': Gemma 3 has two RoPE configurations.*--hf-layer-type"
+  eval --dtype f32 --position 7 --input 1 --hf-config ${_hf}/gemma3_1b.json)
 
 # ---- check: dumps from the independent generator --------------------------------------------
 function(ropecheck_hf_check name exit regex)
@@ -129,9 +149,12 @@ ropecheck_hf_check(axial_neox_pairing 1 "FAIL x -> y token 1 \\(position \\(1,1,
 # ---- unknown / contradictory config fields: exit 2 with the field named, on every subcommand --
 set(_unk "hf-config: unknown field 'betafast' for rope_type 'yarn'")
 set(_contra "hf-config: rope_theta differs between the top level and rope_parameters")
-foreach(_f unknown_field contradictory)
+set(_unread "hf-config: 'rotary_pct' is a RoPE key that is not read for a config without model_type \\(it is read for model_type gpt_neox\\)")
+foreach(_f unknown_field contradictory unread_rope_key)
   if(_f STREQUAL "unknown_field")
     set(_msg "${_unk}")
+  elseif(_f STREQUAL "unread_rope_key")
+    set(_msg "${_unread}")
   else()
     set(_msg "${_contra}")
   endif()
@@ -152,6 +175,7 @@ ropecheck_hf_test(list_llama31 0
   "  simd: f64 supported f32 supported f16 supported bf16 supported\n  complex: f64 unsupported"
   list --hf-config ${_hf}/llama31_8b.json)
 ropecheck_hf_test(list_unknown_field 2 "${_unk}" list --hf-config ${_hf}/unknown_field.json)
+ropecheck_hf_test(list_unread_rope_key 2 "${_unread}" list --hf-config ${_hf}/unread_rope_key.json)
 ropecheck_hf_test(list_seq_len_without_config 2 "--seq-len needs --hf-config" list --seq-len 10)
 
 # ---- dynamic NTK / LongRoPE: seq_len = max(position) + 1 where the positions are known ------

@@ -2,15 +2,15 @@
  *
  * Upstream (read, not linked: ncnn is not a Debian package): Tencent/ncnn
  * @ a4d2ea1d4422c9e849f166fd7a4aefb52f942f6a
- *   src/layer/x86/rotaryembed_bf16s.h  rotaryembed_bf16s(): per pair, scalar tail
- *       x0 = bfloat16_to_float32(ptr[0]); cos_val = bfloat16_to_float32(*cos_ptr++); ...
- *       outptr[0] = float32_to_bfloat16(x0 * cos_val - x1 * sin_val);
- *       outptr[1] = float32_to_bfloat16(x0 * sin_val + x1 * cos_val);
+ *   src/layer/x86/rotaryembed_bf16s.h, rotaryembed_bf16s(): the scalar tail widens the pair and
+ *     its cos/sin entries from bf16 to f32, forms the two rotated components as unfused f32
+ *     products and differences, and narrows each result to bf16 with ncnn's conversion
  *     (interleaved: pairs (2i, 2i+1); otherwise (i, i + embed_dim/2); embed_dim is the whole row:
- *     no partial rotary). The AVX/AVX-512 loops compute the same products with fmaddsub /
- *     fnmadd and store through float2bfloat_avx*, which is `bits >> 16` unless the CPU has
- *     AVX512-BF16 (src/layer/x86/x86_usability.h).
- *   src/mat.h  float32_to_bfloat16(): `return tmp.u >> 16;`  -- round toward zero.
+ *     no partial rotary). The AVX/AVX-512 loops compute the same products with fused
+ *     multiply-adds and narrow by dropping the low 16 bits unless the CPU has AVX512-BF16
+ *     (src/layer/x86/x86_usability.h).
+ *   src/mat.h, ncnn's f32 -> bf16 conversion keeps the high 16 bits of the f32 pattern: round
+ *     toward zero.
  * The cos/sin caches are inputs of the layer (bottom_blobs[1], [2]): an exported model computes
  * them in f32 as Hugging Face does (inv_freq = 1 / base^(arange(0, d, 2)/d), f32(m) * inv_freq,
  * cos/sin in f32) and ncnn stores them as bf16 with the same float32_to_bfloat16 (cast_float32_

@@ -1,13 +1,23 @@
-// Hugging Face config.json -> RopeSpec. One reader per field group, in the order the errors are
-// checked: the rope dictionary and its type (rope_type_of, check_fields), the base, the head and
-// rotary dims, the M-RoPE sections, then one reader per scaling rope_type (read_linear ...
-// read_longrope). A new HF rope_type: its allowed fields in check_fields, a read_<type> below,
-// and a branch in read_scaling.
+// Hugging Face config.json -> RopeSpec, in two stages.
+// 1. The family (model_type): the language model's part of the config (language_part), the
+//    family's row of kFamilies, every RoPE-looking key checked against what that family's
+//    transformers code reads (check_rope_keys), then the family's own spelling rewritten into
+//    transformers' standard keys (read_family: aliases, defaults, GPT-J's rotary_dim, ChatGLM's
+//    rope_ratio, ...) and the layer type chosen where a config has one RoPE per layer type.
+// 2. The standard keys: one reader per field group, in the order the errors are checked: the
+//    rope dictionary and its type (rope_type_of, check_fields), the base, the head and rotary
+//    dims, the M-RoPE sections, then one reader per scaling rope_type (read_linear ...
+//    read_longrope).
+// A new family: a row of kFamilies (and a branch of read_family if it spells a key its own
+// way). A new HF rope_type: its allowed fields in check_fields, a read_<type>, a branch in
+// read_scaling.
 #include "ropecheck/hf_config.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -36,6 +46,311 @@ std::vector<double> numbers(const json& j, const std::string& key) {
 }
 // HF reads optional fields with dict.get(k): a JSON null is the same as an absent key.
 bool given(const json& j, const char* k) { return j.contains(k) && !j[k].is_null(); }
+
+// ---- stage 1: the family ----------------------------------------------------------------------
+// What each family's transformers code reads, from huggingface/transformers (the commits of the
+// files read): configuration_gpt_neox.py @008e5743 (rope_theta <- rotary_emb_base,
+// partial_rotary_factor <- rotary_pct, default 0.25); configuration_gptj.py @0bedd330 and
+// configuration_codegen.py @0300cc14 (rotary_dim, default 64; n_embd, n_head, n_positions);
+// GPT-J's modeling (create_sinusoidal_positions over rotary_dim with base 10000,
+// rotate_every_two: pairs (2i, 2i+1); CodeGen copies it); configuration_deepseek_v3.py @0fc683d1
+// (qk_rope_head_dim default 64, rope_interleave default true, rope_theta 10000) and
+// modeling_deepseek_v3.py @f5a9ec51 (apply_rotary_pos_emb_interleave: q_pe / k_pe taken as pairs
+// (2i, 2i+1), de-interleaved, then rotate_half: the rotation pairs interleaved elements);
+// configuration_stablelm.py @1459750d (partial_rotary_factor 0.25, rope_theta 10000);
+// configuration_phi.py @008e5743 (partial_rotary_factor 0.5); configuration_falcon.py @05585536
+// (n_head; alibi: ALiBi biases instead of RoPE); modular_gemma3.py @d903f323
+// (Gemma3TextConfig.convert_rope_params_to_dict: full_attention takes rope_theta and
+// rope_scaling, sliding_attention rope_local_base_freq with the default rope type; transformers
+// 5 rope_parameters keyed by layer type). ChatGLM2/3 and GLM-4 (THUDM's remote code
+// modeling_chatglm.py on the Hugging Face Hub: RotaryEmbedding.forward_impl and
+// ChatGLMModel.__init__): head dim kv_channels, RotaryEmbedding(kv_channels // 2) rotates the
+// first kv_channels / 2 dims in pairs (2i, 2i+1) (apply_rotary_pos_emb reshapes to [..., 2]),
+// base 10000 * rope_ratio.
+struct Family {
+  const char* model_type;
+  bool standard;               // its code reads rope_theta / rope_scaling / rope_parameters /
+                               // partial_rotary_factor / head_dim (transformers' generic RoPE)
+  std::optional<double> base;  // rope_theta when the config gives none (nullopt: must be given)
+  double prf;                  // partial_rotary_factor when the config gives none
+  std::vector<std::pair<const char*, const char*>> alias;  // the family's key -> standard key
+  std::vector<const char*> own;                            // RoPE keys read by read_family
+};
+
+// Families whose default base was not read are nullopt: a config of theirs must give rope_theta.
+const std::vector<Family>& families() {
+  static const std::vector<Family> f = {
+      {"llama", true, 10000.0, 1.0, {}, {}},
+      {"mistral", true, std::nullopt, 1.0, {}, {}},
+      {"mixtral", true, std::nullopt, 1.0, {}, {}},
+      {"qwen2", true, std::nullopt, 1.0, {}, {"use_mrope"}},
+      {"qwen2_moe", true, std::nullopt, 1.0, {}, {"use_mrope"}},
+      {"qwen3", true, std::nullopt, 1.0, {}, {"use_mrope"}},
+      {"qwen3_moe", true, std::nullopt, 1.0, {}, {"use_mrope"}},
+      {"qwen2_vl", true, std::nullopt, 1.0, {}, {"use_mrope"}},
+      {"qwen2_5_vl", true, std::nullopt, 1.0, {}, {"use_mrope"}},
+      {"qwen3_vl", true, std::nullopt, 1.0, {}, {}},
+      {"qwen3_vl_text", true, std::nullopt, 1.0, {}, {}},
+      {"phi3", true, std::nullopt, 1.0, {}, {}},
+      {"phi", true, 10000.0, 0.5, {}, {}},
+      {"stablelm", true, 10000.0, 0.25, {}, {}},
+      {"gemma", true, std::nullopt, 1.0, {}, {}},
+      {"gemma2", true, std::nullopt, 1.0, {}, {}},
+      {"gemma3", true, std::nullopt, 1.0, {}, {"rope_local_base_freq"}},
+      {"gemma3_text", true, std::nullopt, 1.0, {}, {"rope_local_base_freq"}},
+      {"gpt_oss", true, std::nullopt, 1.0, {}, {}},
+      {"falcon",
+       true,
+       10000.0,
+       1.0,
+       {{"n_head", "num_attention_heads"}, {"n_embed", "hidden_size"}},
+       {"alibi"}},
+      {"gpt_neox",
+       true,
+       10000.0,
+       0.25,
+       {{"rotary_pct", "partial_rotary_factor"}, {"rotary_emb_base", "rope_theta"}},
+       {}},
+      {"gptj",
+       false,
+       10000.0,
+       1.0,
+       {{"n_embd", "hidden_size"},
+        {"n_head", "num_attention_heads"},
+        {"n_positions", "max_position_embeddings"}},
+       {"rotary_dim", "rotary"}},
+      {"codegen",
+       false,
+       10000.0,
+       1.0,
+       {{"n_embd", "hidden_size"},
+        {"n_head", "num_attention_heads"},
+        {"n_positions", "max_position_embeddings"}},
+       {"rotary_dim", "rotary"}},
+      {"deepseek_v3", true, 10000.0, 1.0, {}, {"qk_rope_head_dim", "rope_interleave"}},
+      {"chatglm",
+       false,
+       10000.0,
+       0.5,
+       {{"kv_channels", "head_dim"}},
+       {"rope_ratio", "original_rope"}},
+  };
+  return f;
+}
+
+// A config without model_type: transformers' generic reading (modeling_rope_utils: base 10000).
+const Family kGeneric = {"", true, 10000.0, 1.0, {}, {}};
+
+const std::set<std::string> kStandardKeys = {"rope_theta", "rope_scaling", "rope_parameters",
+                                             "partial_rotary_factor"};
+// Read for every family (the scaling's lengths).
+const std::set<std::string> kLengthKeys = {"max_position_embeddings",
+                                           "original_max_position_embeddings"};
+
+// "RoPE-looking": a key that could change the rotation. Keys that merely contain "position" or
+// "freq" (moe_layer_freq, max_window_layers) are not; a key naming rope, rotary, theta, ALiBi or
+// a positional embedding is, and must be read or refused.
+bool looks_rope(const std::string& key) {
+  std::string k;
+  for (char ch : key) k += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* p : {"rope", "rotary", "theta", "alibi", "pos_emb", "position_emb", "rot_dim"})
+    if (k.find(p) != std::string::npos) return true;
+  return false;
+}
+
+bool reads(const Family& f, const std::string& k) {
+  if (f.standard && kStandardKeys.count(k)) return true;
+  for (const auto& [from, to] : f.alias)
+    if (k == from) return true;
+  for (const char* o : f.own)
+    if (k == o) return true;
+  return false;
+}
+
+std::string family_names() {
+  std::string out;
+  for (const auto& f : families()) out += std::string(out.empty() ? "" : ", ") + f.model_type;
+  return out;
+}
+
+const Family& family_of(const json& c) {
+  if (!given(c, "model_type")) return kGeneric;
+  if (!c["model_type"].is_string()) fail("'model_type' must be a string");
+  const std::string mt = c["model_type"].get<std::string>();
+  for (const auto& f : families())
+    if (mt == f.model_type) return f;
+  fail("model_type '" + mt +
+       "' is not a family whose RoPE keys are read (its layout and defaults are not known "
+       "here); known: " +
+       family_names() + ". Give the spec instead (--spec / rc.Spec)");
+}
+
+// Every RoPE-looking key of the config is one its family's code reads, or the config is refused.
+void check_rope_keys(const json& c, const Family& fam) {
+  for (const auto& item : c.items()) {
+    const std::string& k = item.key();
+    if (item.value().is_null() || !looks_rope(k) || kLengthKeys.count(k) || reads(fam, k)) continue;
+    std::string readers;
+    for (const auto& f : families())
+      if (reads(f, k) && (!f.standard || !kStandardKeys.count(k)))
+        readers += std::string(readers.empty() ? "" : ", ") + f.model_type;
+    const std::string who = *fam.model_type ? "model_type '" + std::string(fam.model_type) + "'"
+                                            : "a config without model_type";
+    fail("'" + k + "' is a RoPE key that is not read for " + who +
+         (!readers.empty()              ? " (it is read for model_type " + readers + ")"
+          : kStandardKeys.count(k) != 0 ? std::string(" (that family's code does not read it)")
+                                        : std::string(" (no known family reads it)")) +
+         "; refused rather than ignored");
+  }
+}
+
+// A vision-language config: the language model's RoPE is in text_config when the top level has
+// none (Qwen3-VL, Gemma 3 4B+). Both: refused unless every key agrees.
+json language_part(const json& c) {
+  if (!c.contains("text_config") || !c["text_config"].is_object()) return c;
+  const json& t = c["text_config"];
+  bool top = false;
+  for (const auto& item : c.items())
+    top = top ||
+          (!item.value().is_null() && looks_rope(item.key()) && !kLengthKeys.count(item.key()));
+  bool any = false;
+  for (const auto& item : t.items()) {
+    if (item.value().is_null() || !looks_rope(item.key()) || kLengthKeys.count(item.key()))
+      continue;
+    any = true;
+    if (top && (!c.contains(item.key()) || c[item.key()] != item.value()))
+      fail("'text_config." + item.key() +
+           "' differs from the top level: two RoPE configurations in one config");
+  }
+  if (!any || top) return c;
+  json out = t;
+  if (!given(out, "model_type") && given(c, "model_type")) out["model_type"] = c["model_type"];
+  return out;
+}
+
+struct FamilyReading {
+  Layout layout = Layout::half;
+  std::optional<std::int64_t> rotary_dim;  // a family that gives it in dims (GPT-J, CodeGen)
+};
+
+bool has_in_rope_dict(const json& n, const char* k) {
+  for (const char* d : {"rope_scaling", "rope_parameters"})
+    if (given(n, d) && n[d].is_object() && n[d].contains(k)) return true;
+  return false;
+}
+
+// One RoPE configuration per layer type: transformers 5.x rope_parameters keyed by layer type,
+// or Gemma 3's rope_local_base_freq beside rope_theta. The layer type is chosen, never guessed.
+void select_layer_type(json& n, const Family& fam, const std::string& lt) {
+  static const char* kTypes[] = {"full_attention", "sliding_attention"};
+  if (!lt.empty() && lt != kTypes[0] && lt != kTypes[1])
+    fail("layer type '" + lt + "' is not full_attention or sliding_attention");
+  const std::string choose =
+      "choose one with --hf-layer-type full_attention|sliding_attention (Python: "
+      "Spec.from_hf_config(config, layer_type=...))";
+  json& p = n["rope_parameters"];
+  const bool nested = p.is_object() && ((p.contains(kTypes[0]) && p[kTypes[0]].is_object()) ||
+                                        (p.contains(kTypes[1]) && p[kTypes[1]].is_object()));
+  if (p.is_null()) n.erase("rope_parameters");
+  if (nested) {
+    if (given(n, "rope_local_base_freq"))
+      fail(
+          "'rope_local_base_freq' beside rope_parameters per layer type: two sliding-window bases");
+    if (lt.empty()) fail("rope_parameters gives one RoPE configuration per layer type; " + choose);
+    if (!p.contains(lt)) fail("rope_parameters has no '" + lt + "' configuration");
+    const json sub = p[lt];
+    n["rope_parameters"] = sub;
+    return;
+  }
+  if (std::string(fam.model_type).rfind("gemma3", 0) != 0) return;  // one RoPE for every layer
+  if (lt.empty())
+    fail(
+        "'rope_local_base_freq': Gemma 3 has two RoPE configurations, full_attention layers "
+        "(rope_theta, rope_scaling) and sliding_attention layers (rope_local_base_freq, "
+        "unscaled); " +
+        choose);
+  if (lt == kTypes[1]) {
+    if (!given(n, "rope_local_base_freq"))
+      fail("layer type sliding_attention needs 'rope_local_base_freq'");
+    n["rope_theta"] = n["rope_local_base_freq"];
+    n.erase("rope_scaling");
+    n.erase("rope_parameters");
+  }
+  n.erase("rope_local_base_freq");
+}
+
+// The family's own keys rewritten into the standard ones; its layout and dims.
+FamilyReading read_family(json& n, const Family& fam, const std::string& layer_type) {
+  FamilyReading out;
+  for (const auto& [from, to] : fam.alias) {
+    if (!given(n, from)) continue;
+    if (given(n, to) && n[to] != n[from])
+      fail(std::string("'") + from + "' and '" + to + "' are both given and differ");
+    n[to] = n[from];
+    n.erase(from);
+  }
+  const std::string mt = fam.model_type;
+  // Flags saved in real configs that the family's transformers code never reads: Qwen's
+  // use_mrope (false in Qwen2/2.5 configs; M-RoPE comes from mrope_section) and GPT-J's rotary
+  // (true in GPT-J-6B's config; its code always rotates). A value saying otherwise contradicts
+  // what the code does and is refused.
+  const auto flag = [&n](const char* k) {
+    if (!n[k].is_boolean()) fail(std::string("'") + k + "' must be true or false");
+    const bool v = n[k].get<bool>();
+    n.erase(k);
+    return v;
+  };
+  if (given(n, "use_mrope") && flag("use_mrope") && !has_in_rope_dict(n, "mrope_section"))
+    fail("'use_mrope' is true but the rope dictionary has no mrope_section");
+  if (given(n, "rotary") && !flag("rotary"))
+    fail("'rotary' is false: " + mt + "'s code rotates rotary_dim dims regardless");
+  if (mt == "gptj" || mt == "codegen") {
+    if (n.contains("rotary_dim") && n["rotary_dim"].is_null())
+      fail("'rotary_dim' is null: " + mt + "'s code then rotates by the whole embedding width");
+    out.rotary_dim = n.contains("rotary_dim") ? integer(n["rotary_dim"], "rotary_dim") : 64;
+    n.erase("rotary_dim");
+    n["rope_theta"] = 10000.0;
+    out.layout = Layout::interleaved;
+  } else if (mt == "deepseek_v3") {
+    const std::int64_t d =
+        given(n, "qk_rope_head_dim") ? integer(n["qk_rope_head_dim"], "qk_rope_head_dim") : 64;
+    if (given(n, "head_dim") && integer(n["head_dim"], "head_dim") != d)
+      fail("'head_dim' differs from 'qk_rope_head_dim' (DeepSeek-V3's RoPE head)");
+    n["head_dim"] = d;
+    // HF permutes q_pe / k_pe from pairs (2i, 2i+1) to rotate_half order before rotating
+    // (apply_rotary_pos_emb_interleave): the rotation's pairs are interleaved. HF returns the
+    // result in that de-interleaved order (the same permutation of q and k, invisible to the
+    // scores); a kernel that rotates in place returns the interleaved order the spec describes.
+    bool inter = true;
+    if (given(n, "rope_interleave")) {
+      if (!n["rope_interleave"].is_boolean()) fail("'rope_interleave' must be true or false");
+      inter = n["rope_interleave"].get<bool>();
+    }
+    out.layout = inter ? Layout::interleaved : Layout::half;
+  } else if (mt == "chatglm") {
+    const double ratio = given(n, "rope_ratio") ? num(n["rope_ratio"], "rope_ratio") : 1.0;
+    if (!(ratio > 0)) fail("'rope_ratio' must be > 0");
+    n["rope_theta"] = 10000.0 * ratio;
+    out.layout = Layout::interleaved;
+  } else if (mt == "falcon" && given(n, "alibi")) {
+    if (!n["alibi"].is_boolean()) fail("'alibi' must be true or false");
+    if (n["alibi"].get<bool>())
+      fail("'alibi' is true: this Falcon model has ALiBi position biases, not RoPE");
+  }
+  select_layer_type(n, fam, layer_type);
+  if (!given(n, "rope_theta") && !has_in_rope_dict(n, "rope_theta")) {
+    if (!fam.base)
+      fail("no rope_theta, and the default base of model_type '" + mt +
+           "' is not read here: give rope_theta");
+    n["rope_theta"] = *fam.base;
+  }
+  if (fam.prf != 1.0 && !given(n, "partial_rotary_factor") &&
+      !has_in_rope_dict(n, "partial_rotary_factor"))
+    n["partial_rotary_factor"] = fam.prf;
+  return out;
+}
+
+// ---- stage 2: the standard keys ---------------------------------------------------------------
 
 // The rope dictionary: rope_scaling (transformers 4.x) or rope_parameters (5.x). Both present
 // and different is a contradiction.
@@ -108,10 +423,9 @@ double read_base(const json& c, const json& r) {
   return base;
 }
 
-// head_dim, or hidden_size / num_attention_heads (exactly divisible). DeepSeek (MLA) rotates
-// only the qk_rope_head_dim part of each head: that is the RoPE head.
+// head_dim, or hidden_size / num_attention_heads (exactly divisible). (DeepSeek's MLA RoPE head,
+// qk_rope_head_dim, arrives here as head_dim: read_family.)
 std::int64_t read_head_dim(const json& c) {
-  if (given(c, "qk_rope_head_dim")) return integer(c["qk_rope_head_dim"], "qk_rope_head_dim");
   if (given(c, "head_dim")) return integer(c["head_dim"], "head_dim");
   if (!c.contains("hidden_size") || !c.contains("num_attention_heads"))
     fail("need head_dim or hidden_size and num_attention_heads");
@@ -274,8 +588,25 @@ void read_scaling(const ScalingFields& f, Scaling& sc) {
 
 }  // namespace
 
-RopeSpec spec_from_hf_config(const json& c, const HfConfigOptions& opts) {
-  if (!c.is_object()) fail("the config must be a JSON object");
+std::vector<std::string> hf_families() {
+  std::vector<std::string> out;
+  for (const auto& f : families()) {
+    std::string keys =
+        f.standard ? "rope_theta, rope_scaling / rope_parameters, partial_rotary_factor" : "";
+    for (const auto& [from, to] : f.alias)
+      if (looks_rope(from)) keys += std::string(keys.empty() ? "" : ", ") + from;
+    for (const char* o : f.own) keys += std::string(keys.empty() ? "" : ", ") + o;
+    out.push_back(std::string(f.model_type) + ": " + keys);
+  }
+  return out;
+}
+
+RopeSpec spec_from_hf_config(const json& config, const HfConfigOptions& opts) {
+  if (!config.is_object()) fail("the config must be a JSON object");
+  json c = language_part(config);
+  const Family& fam = family_of(c);
+  check_rope_keys(c, fam);
+  const FamilyReading fr = read_family(c, fam, opts.layer_type);
   const json r = rope_dict(c);
   if (!r.is_object()) fail("rope_scaling / rope_parameters must be an object");
   const RopeType type = rope_type_of(r);
@@ -290,6 +621,16 @@ RopeSpec spec_from_hf_config(const json& c, const HfConfigOptions& opts) {
     max_pos = integer(c["max_position_embeddings"], "max_position_embeddings");
   read_sections(r, type.mrope, s);
   read_scaling({c, r, type.name, max_pos, opts}, s.scaling);
+  if (fr.rotary_dim) {
+    if (*fr.rotary_dim < 2 || *fr.rotary_dim > s.head_dim || *fr.rotary_dim % 2 != 0)
+      fail("'rotary_dim' = " + std::to_string(*fr.rotary_dim) + " must be even and in [2, " +
+           std::to_string(s.head_dim) + "] (the head dim)");
+    s.rotary_dim = *fr.rotary_dim;
+  }
+  if (fr.layout != Layout::half) {
+    if (s.layout != Layout::half) fail("mrope_section with an interleaved family");
+    s.layout = fr.layout;
+  }
   return s.normalized();
 }
 

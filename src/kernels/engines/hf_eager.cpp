@@ -3,15 +3,16 @@
 // fetch):
 //   huggingface/transformers src/transformers/modeling_rope_utils.py
 //     @ 0044e3b3facff1a1ad60b235c69d5b45beae75a4  (_compute_default_rope_parameters)
-//       dim = int(head_dim * partial_rotary_factor); attention_factor = 1.0
-//       inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+//       the rotated width is head_dim times partial_rotary_factor, truncated to an integer;
+//       attention factor 1; inv_freq_i = 1 / base^(f32(2i) / dim), the exponent an f32 quotient
+//       and the power and reciprocal taken on f32 tensors
 //   huggingface/transformers src/transformers/models/llama/modeling_llama.py
 //     @ 5dd4a63548857797727ae73eeb6a6e886ea02a3e  (LlamaRotaryEmbedding.forward, rotate_half,
 //     apply_rotary_pos_emb)
-//       freqs = (inv_freq[None, :, None].float() @ position_ids[:, None, :].float()).transpose(1,
-//       2) emb = torch.cat((freqs, freqs), dim=-1); cos = emb.cos() * attention_scaling (autocast
-//       off) return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype) q_embed = (q * cos) +
-//       (rotate_half(q) * sin)      rotate_half = cat(-x2, x1)
+//       angles: the f32 inv_freq column times the f32 position row (a matmul, autocast off),
+//       duplicated over both halves; cos and sin of the angles in f32, each multiplied by the
+//       attention scaling, then cast to the model dtype; the rotation q cos + rotate_half(q) sin
+//       in the model dtype, rotate_half being (-second half, first half)
 // The matmul has inner dimension 1: one f32 product per entry. Partial rotary (GPT-NeoX, Phi,
 // StableLM: rotary slice, apply_rotary_pos_emb, cat with the pass-through slice) is the same
 // recipe with dim = rotary_dim; spec.scale is the attention_scaling factor of the cos/sin multiply.
@@ -37,8 +38,8 @@ class HfEagerKernel final : public EngineBase {
             "huggingface/transformers src/transformers/models/llama/modeling_llama.py @ "
             "5dd4a63548857797727ae73eeb6a6e886ea02a3e; src/transformers/modeling_rope_utils.py @ "
             "0044e3b3facff1a1ad60b235c69d5b45beae75a4",
-            "bit for bit against the upstream functions run in PyTorch 1.13 CPU "
-            "(ctest engines_torch)",
+            "bit for bit against a golden set made by those functions at those commits in PyTorch "
+            "1.13 CPU (60,160 outputs; src/python/tests/golden/hf_eager.npz; ctest engines_torch)",
             "trig: glibc cosf/sinf, PyTorch's scalar CPU loop (ATEN_CPU_CAPABILITY=default); "
             "PyTorch's AVX2/AVX-512 loops (SLEEF u10) and CUDA cosf/sinf differ by 1-2 ulp in "
             "some table entries, covered by the declared trig_error"};

@@ -4,17 +4,17 @@
 // fetch):
 //   vllm-project/vllm vllm/model_executor/layers/rotary_embedding/base.py
 //     @ 04458da08417899fc04046216c986d28abeb85af  (RotaryEmbedding)
-//       _compute_inv_freq: 1.0 / (base ** (torch.arange(0, rotary_dim, 2, dtype=torch.float)
-//                                           / rotary_dim))
-//       _compute_cos_sin_cache: t = torch.arange(max_position_embeddings, dtype=torch.float)
-//         freqs = torch.einsum("i,j -> ij", t, inv_freq); cache = cat((freqs.cos(), freqs.sin()))
-//       __init__: cache = cache.to(dtype)          (the model dtype)
-//       forward_native: cos_sin = cache.index_select(0, positions); rotary slice, cat pass-through
+//       _compute_inv_freq: inv_freq_i = 1 / base^(f32(2i) / rotary_dim) on f32 tensors
+//       _compute_cos_sin_cache: an f32 row of positions 0 .. max_position_embeddings - 1, its
+//         outer product with inv_freq (an einsum), then cos and sin of it concatenated per row
+//       __init__: the cache cast to the model dtype
+//       forward_native: the cache rows gathered by position; the rotary slice rotated, the rest
+//         concatenated back unchanged
 //   vllm-project/vllm vllm/model_executor/layers/rotary_embedding/common.py
 //     @ 002d181a55a03803d7d69547846630069d2378b8  (apply_rotary_emb_torch)
-//       neox: x1, x2 = chunk(x, 2); gptj: x1 = x[..., ::2], x2 = x[..., 1::2]
-//       o1 = x1 * cos - x2 * sin; o2 = x2 * cos + x1 * sin   (in x.dtype)
-// t = arange(...).float() holds float(m) at row m (exact below 2^24, rounded above, as a cast);
+//       NeoX splits the rotary part into halves, GPT-J into even and odd elements; the outputs
+//       are x1 cos - x2 sin and x2 cos + x1 sin, each op in the model dtype
+// The position row holds float(m) at row m (exact below 2^24, rounded above, as a cast);
 // the einsum is one f32 product per entry. So the table is torch_cpu::token_table with scale 1,
 // and the rotation torch_cpu::rotate_head: one rounding per op in the model dtype. Positions
 // index the cache: non-negative only (declared in domain()); no magnitude scale in this class.
@@ -39,8 +39,9 @@ class VllmNativeKernel final : public EngineBase {
             "04458da08417899fc04046216c986d28abeb85af; "
             "vllm/model_executor/layers/rotary_embedding/common.py @ "
             "002d181a55a03803d7d69547846630069d2378b8",
-            "bit for bit against the upstream functions run in PyTorch 1.13 CPU "
-            "(ctest engines_torch)",
+            "bit for bit against a golden set made by those functions at those commits in PyTorch "
+            "1.13 CPU (33,792 outputs; src/python/tests/golden/vllm_native.npz; ctest "
+            "engines_torch)",
             "trig: glibc cosf/sinf, PyTorch's scalar CPU loop (ATEN_CPU_CAPABILITY=default); "
             "the cache built by PyTorch's AVX2/AVX-512 loops (SLEEF u10) or on the GPU differs by "
             "1-2 ulp in some entries, covered by the declared trig_error"};

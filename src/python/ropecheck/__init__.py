@@ -194,6 +194,10 @@ class CheckResult:
         # A known cause the first failure's pattern matches (other layout, a narrower policy,
         # pass-through dims at partial rotary), or "".
         self.hint = d.get("hint", "")
+        # "" or why nothing was checked (no vector, every input non-finite): then not passed.
+        self.coverage = d.get("coverage", "")
+        # Outputs read as an overflow (+-inf: the values that round to it), counted apart.
+        self.overflowed = d.get("overflowed", 0)
         self.spec, self.policy, self.dtype = spec, policy, dtype
 
     def __bool__(self):
@@ -205,6 +209,8 @@ class CheckResult:
                  f"  spec {self.spec!r}", f"  declared {self.policy!r}",
                  f"  max err [u]   {self.max_error_u:.4g} at {self.max_error_at}",
                  f"  max err/bound {self.max_utilization:.4g} at {self.max_utilization_at}"]
+        if self.coverage:
+            lines.append(f"FAIL {self.coverage}")
         lines += [f.message for f in self.failures]
         if self.n_failures > len(self.failures):
             lines.append(f"... {self.n_failures - len(self.failures)} more failure(s)")
@@ -213,6 +219,9 @@ class CheckResult:
         if self.skipped_nonfinite:
             lines.append(f"note: {self.skipped_nonfinite} vector(s) with non-finite input not "
                          "checked")
+        if self.overflowed:
+            lines.append(f"note: {self.overflowed} output element(s) read as an overflow "
+                         "(the values that round to them)")
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -370,9 +379,12 @@ def _torch_view(raw, dtype):
 
 
 def _describe_call(x, positions, spec):
+    """The call as fn received it: x and positions after the layout's transposition and batching
+    (their shapes and dtypes, the first positions in fn's own order)."""
     pos = positions.flatten().tolist()
     shown = ",".join(str(v) for v in pos[:8]) + (",..." if len(pos) > 8 else "")
-    return (f"fn(x={x.dtype} {list(x.shape)}, positions=[{shown}], spec={spec!r})")
+    return (f"fn(x={x.dtype} {list(x.shape)}, positions={positions.dtype} "
+            f"{list(positions.shape)} [{shown}], spec={spec!r})")
 
 
 def _takes_spec(fn):
@@ -392,20 +404,43 @@ def _takes_spec(fn):
     return n >= 3
 
 
+def _batch_rows(pos):
+    """How many batch rows B the tokens of one call are split into for the 4-D layouts: 1 (one
+    sequence, T = tokens), tokens (a decode step: T = 1, each row at its own position) or a
+    divisor in between (B > 1 and T > 1), a function of the call's own numbers, so a call drawn
+    again (shrinking, in-place vs out-of-place) gets the same shape. About two in three calls
+    of more than one token have B > 1. Failures still name the token in call order: token
+    b*T + t is row b, column t of fn's call."""
+    n = pos.shape[0]
+    if n < 2:
+        return 1
+    mids = [b for b in range(2, n) if n % b == 0]
+    flat = pos.reshape(-1)
+    pick = (n + int(flat[0]) + int(flat[-1])) % 3
+    return (1, n, mids[len(mids) // 2] if mids else n)[pick]
+
+
 def _to_layout(x, pos, tensor_layout):
     """x [tokens, heads, head_dim] and its positions as fn takes them: thd unchanged; bhtd
-    [1, heads, tokens, head_dim] and bthd [1, tokens, heads, head_dim] with positions [1, tokens]
-    (HF's position_ids; multi-axis: [n_axes, 1, tokens])."""
+    [B, heads, T, head_dim] and bthd [B, T, heads, head_dim] with positions [B, T] (HF's
+    position_ids; multi-axis: [n_axes, B, T]), the tokens in order, row b holding tokens
+    b*T ... b*T + T - 1 (_batch_rows). Each output vector is still checked against its own
+    token's input and position."""
     if tensor_layout == "thd":
         return x, pos
-    p = pos[None, :] if pos.dim() == 1 else pos.t()[:, None, :]
-    return (x.permute(1, 0, 2)[None] if tensor_layout == "bhtd" else x[None]), p
+    b = _batch_rows(pos)
+    n, h, d = x.shape
+    xb = x.reshape(b, n // b, h, d)
+    p = pos.reshape(b, n // b) if pos.dim() == 1 else pos.t().reshape(-1, b, n // b)
+    return (xb.permute(0, 2, 1, 3) if tensor_layout == "bhtd" else xb), p
 
 
 def _from_layout(y, tensor_layout):
-    if tensor_layout == "thd" or y.dim() != 4:
+    """fn's result in its layout (xa's shape: checked first) -> [tokens, heads, head_dim]."""
+    if tensor_layout == "thd":
         return y
-    return y[0].permute(1, 0, 2) if tensor_layout == "bhtd" else y[0]
+    yb = y.permute(0, 2, 1, 3) if tensor_layout == "bhtd" else y
+    return yb.reshape(-1, yb.shape[2], yb.shape[3])
 
 
 def _kernel_call(fn, in_place, tensor_layout="thd"):
@@ -421,19 +456,17 @@ def _kernel_call(fn, in_place, tensor_layout="thd"):
             y = fn(xa, pa, spec) if with_spec else fn(xa, pa)
         except Exception as e:  # the kernel's own exception: a failure of this call
             tb = traceback.extract_tb(e.__traceback__)[-1]
-            return None, (f"{_describe_call(x, pos, spec)} raised {type(e).__name__}: {e} "
+            return None, (f"{_describe_call(xa, pa, spec)} raised {type(e).__name__}: {e} "
                           f"({os.path.basename(tb.filename)}:{tb.lineno} in {tb.name})")
         if y is None and in_place:
             y = xa
-        if isinstance(y, torch.Tensor):
-            y = _from_layout(y, tensor_layout)
         if not isinstance(y, torch.Tensor):
-            return None, (f"{_describe_call(x, pos, spec)} returned {type(y).__name__}, "
+            return None, (f"{_describe_call(xa, pa, spec)} returned {type(y).__name__}, "
                           "expected a torch.Tensor")
-        if y.dtype != x.dtype or tuple(y.shape) != tuple(x.shape):
-            return None, (f"{_describe_call(x, pos, spec)} returned {y.dtype} "
-                          f"{list(y.shape)}, expected {x.dtype} {list(x.shape)}")
-        y = y.detach().cpu().contiguous()
+        if y.dtype != xa.dtype or tuple(y.shape) != tuple(xa.shape):
+            return None, (f"{_describe_call(xa, pa, spec)} returned {y.dtype} "
+                          f"{list(y.shape)}, expected {xa.dtype} {list(xa.shape)}")
+        y = _from_layout(y, tensor_layout).detach().cpu().contiguous()
         if dtype == "bf16":
             return y.view(torch.int16).numpy().view(np.uint16), None
         return y.numpy().view(_RAW[dtype]), None
@@ -668,8 +701,10 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
     flag follow from the spec, and the properties draw positions, inputs, tokens and heads only
     (the coverage line says so). supports=callable(spec, dtype_name) -> bool narrows the domain
     further (the C ABI's supports()). tensor_layout: "thd" (default, [tokens, heads, head_dim]),
-    "bhtd" (HF's [1, heads, tokens, head_dim], positions [1, tokens] as position_ids) or "bthd"
-    ([1, tokens, heads, head_dim]); fn returns its result in the same layout. dtypes and the keys
+    "bhtd" (HF's [batch, heads, tokens, head_dim], positions [batch, tokens] as position_ids) or
+    "bthd" ([batch, tokens, heads, head_dim]); fn returns its result in the same layout. The 4-D
+    layouts get one sequence, single-token decode rows ([B, heads, 1, head_dim], each row at its
+    own position) and shapes in between; every vector is checked on its own. dtypes and the keys
     of a policy dict may be torch dtypes (torch.bfloat16) as well as names ("bf16").
 
     x: CPU torch tensor [tokens, heads, head_dim] of the dtype under test; positions: int64

@@ -91,3 +91,47 @@ def test_bad_input_is_a_clear_error():
         rc.check(x, x, pos[:3], SPEC)
     with pytest.raises(TypeError):
         rc.check(x.numpy().astype(np.int32), x.numpy(), pos, SPEC)
+
+
+# ---- overflow is a value ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_an_overflowing_correct_output_passes_with_finite_figures(dtype):
+    # HF's rotate_half in f32, stored in dtype: inputs of 0.5 to 0.99 of the dtype's largest value
+    # rotate to outputs beyond it, stored as the infinity that is their one correct rounding.
+    g = torch.Generator().manual_seed(5)
+    big = torch.finfo(dtype).max
+    sign = torch.randint(0, 2, (16, 2, 64), generator=g) * 2 - 1
+    x = ((torch.rand(16, 2, 64, generator=g, dtype=torch.float64) * 0.49 + 0.5) * sign * big)
+    x = x.to(dtype)
+    pos = torch.randint(1, 1 << 12, (16,), generator=g)
+    y = kernels.hf_rope(x.float(), pos, SPEC).to(dtype)
+    assert torch.isinf(y).any()
+    r = rc.check(x, y, pos, SPEC, policy=F32)
+    assert r.passed, str(r)
+    assert r.overflowed == int(torch.isinf(y).sum()) and np.isfinite(r.max_error_u)
+    assert "read as an overflow" in str(r)
+    # The wrong infinity fails, with a finite figure.
+    w = y.clone()
+    flat = w.view(-1)
+    i = int(torch.nonzero(torch.isinf(flat))[0])
+    flat[i] = -flat[i]
+    bad = rc.check(x, w, pos, SPEC, policy=F32)
+    assert not bad.passed and bad.n_failures == 1 and np.isfinite(bad.max_error_u)
+    assert bad.failures[0].kind == "non_finite_output" and " u > bound " in bad.failures[0].what
+
+
+# ---- nothing checked is not a pass --------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,what", [((0, 4, 64), "holds no head vector"),
+                                        ((5, 0, 64), "holds no head vector"),
+                                        ((3, 2, 64), "has a non-finite input")])
+def test_nothing_checked_is_a_coverage_failure(shape, what):
+    x = torch.zeros(shape) if shape[0] * shape[1] == 0 else torch.full(shape, float("nan"))
+    pos = torch.arange(shape[0])
+    r = rc.check(x, x, pos, SPEC, policy=F32)
+    assert not r.passed and r.checked == 0 and r.n_failures == 0
+    assert r.coverage.startswith("coverage: no element was checked") and what in r.coverage
+    assert f"FAIL {r.coverage}" in str(r)
+    with pytest.raises(AssertionError, match="coverage: no element was checked"):
+        rc.assert_rope(x, x, pos, SPEC, policy=F32)

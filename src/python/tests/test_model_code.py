@@ -5,6 +5,7 @@ rc.save_dump without the safetensors package. The module is written here with pl
 shape of transformers' LlamaRotaryEmbedding + apply_rotary_pos_emb (rotate_half)."""
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -206,3 +207,100 @@ def test_shrink_seconds_reaches_the_cli_and_the_replay():
     assert not v.passed
     assert "--shrink-seconds 0.001" in str(v), str(v)
     assert any("shrink_seconds=0.001" in r for r in v.replay), v.replay
+
+
+class FirstRowOnlyMutant(RopeModule):
+    """The shape of MLX #3949 (ml-explore/mlx issue 3949): a batched single-token decode
+    [B > 1, H, 1, D] in which only the first batch row is rotated; the rest come back as they
+    went in. Every other shape is rotated correctly."""
+
+    def forward(self, q, position_ids):
+        y = super().forward(q, position_ids)
+        if q.shape[0] > 1 and q.shape[2] == 1:
+            y = y.clone()
+            y[1:] = q[1:]
+        return y
+
+
+class BthdModule(RopeModule):
+    """The same model code on [B, T, H, D] tensors (transformers' layout before transpose(1, 2))."""
+
+    def forward(self, q, position_ids):
+        return super().forward(q.transpose(1, 2), position_ids).transpose(1, 2)
+
+
+def test_4d_layouts_draw_batches_and_decode_rows():
+    shapes = []
+
+    def recording(q, position_ids):
+        shapes.append((tuple(q.shape), tuple(position_ids.shape)))
+        return RopeModule()(q, position_ids)
+
+    v = rc.validate(recording, spec=SPEC, tensor_layout="bhtd", policy=F32)  # every property
+    assert v.passed, str(v)
+    assert all(x[0] == p[0] and x[2] == p[1] and x[3] == 64 for x, p in shapes), shapes
+    assert any(x[0] > 1 and x[2] == 1 for x, _ in shapes), "no decode shape [B > 1, H, 1, D]"
+    assert any(x[0] > 1 and x[2] > 1 for x, _ in shapes), "no batch of sequences"
+    assert any(x[0] == 1 and x[2] > 1 for x, _ in shapes), "no single sequence"
+    # The correct module on [B, T, H, D] passes as well.
+    v = rc.validate(BthdModule(), spec=SPEC, tensor_layout="bthd", policy=F32,
+                    properties=["Differential", "MatchesReferenceWithinBound"])
+    assert v.passed, str(v)
+
+
+@pytest.mark.parametrize("layout", ["bhtd", "bthd"])
+def test_first_batch_row_only_mutant_fails(layout):
+    fn = FirstRowOnlyMutant() if layout == "bhtd" else \
+        (lambda q, p: FirstRowOnlyMutant()(q.transpose(1, 2), p).transpose(1, 2))
+    v = rc.validate(fn, spec=SPEC, tensor_layout=layout, policy=F32,
+                    properties=["Differential", "MatchesReferenceWithinBound"])
+    assert not v.passed, str(v)
+    assert v.classification == "wrong_results", str(v)
+
+
+def test_kernel_error_states_the_call_as_fn_received_it():
+    def broken(q, position_ids):
+        raise RuntimeError("boom")
+
+    v = rc.validate(broken, spec=SPEC, tensor_layout="bhtd", policy=F32,
+                    properties=["MatchesReferenceWithinBound"])
+    text = str(v) + v.stderr
+    assert not v.passed
+    m = re.search(r"fn\(x=torch\.float32 \[(\d+), (\d+), (\d+), 64\], positions=torch\.int64 "
+                  r"\[(\d+), (\d+)\] \[", text)
+    assert m, text
+    b, _, t, pb, pt = map(int, m.groups())
+    assert (b, t) == (pb, pt), m.group(0)  # x [B, H, T, D] and positions [B, T] as fn got them
+    assert "raised RuntimeError: boom" in text, text
+
+    def wrong_shape(q, position_ids):
+        return q[0]
+
+    v = rc.validate(wrong_shape, spec=SPEC, tensor_layout="bthd", policy=F32,
+                    properties=["MatchesReferenceWithinBound"])
+    text = str(v) + v.stderr
+    m = re.search(r"returned torch\.float32 \[(\d+), (\d+), 64\], expected torch\.float32 "
+                  r"\[(\d+), (\d+), (\d+), 64\]", text)
+    assert m, text
+    assert [int(g) for g in m.groups()[:2]] == [int(g) for g in m.groups()[3:5]], m.group(0)
+
+
+def test_hf_config_families_and_refusals():
+    # GPT-NeoX / Pythia-1.4B's keys: a quarter of each 128-wide head, rotary_emb_base.
+    pythia = {"model_type": "gpt_neox", "hidden_size": 2048, "num_attention_heads": 16,
+              "rotary_pct": 0.25, "rotary_emb_base": 10000, "max_position_embeddings": 2048}
+    s = rc.Spec.from_hf_config(pythia)
+    assert (s.head_dim, s.rotary_dim, s.base, s.layout) == (128, 32, 10000.0, "half")
+    with pytest.raises(ValueError, match="'rotary_pct' is a RoPE key that is not read"):
+        rc.validate(RopeModule(), hf_config={k: v for k, v in pythia.items()
+                                             if k not in ("model_type", "rotary_emb_base")},
+                    tensor_layout="bhtd", policy=F32)
+    gemma3 = {"model_type": "gemma3_text", "head_dim": 64, "hidden_size": 256,
+              "num_attention_heads": 4, "rope_theta": 1000000.0, "rope_local_base_freq": 500000.0}
+    with pytest.raises(ValueError, match="layer_type="):
+        rc.Spec.from_hf_config(gemma3)
+    local = rc.Spec.from_hf_config(gemma3, layer_type="sliding_attention")
+    assert local == SPEC  # head 64, base 500000, half: the model code above
+    v = rc.validate(RopeModule(), spec=local, tensor_layout="bhtd", policy=F32,
+                    properties=["Differential"])
+    assert v.passed, str(v)

@@ -5,6 +5,9 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+import torch
+
 import kernels
 import ropecheck as rc
 
@@ -36,3 +39,11 @@ def test_a_failing_property_reads_like_an_assertion_failure(tmp_path):
     assert "ropecheck: positions_off_by_one failed validation (wrong_results)" in out
     assert "ZeroPositionIsIdentity" in out and "replay in Python:" in out
     assert "rc.validate(fn, " in out and "properties=['ZeroPositionIsIdentity']" in out
+
+
+def test_the_check_fixture_fails_when_nothing_was_checked(rope_check):
+    # An empty dump is not a pass: the fixture fails the test with the coverage sentence.
+    spec = rc.Spec(head_dim=64, layout="half")
+    x, pos = torch.zeros(0, 2, 64), torch.zeros(0, dtype=torch.int64)
+    with pytest.raises(pytest.fail.Exception, match="FAIL coverage: no element was checked"):
+        rope_check.check(x, x, pos, spec)

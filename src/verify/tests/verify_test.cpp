@@ -113,6 +113,43 @@ TEST(VerifyCompareVector, PassthroughIsBitExactIncludingSignOfZeroAndNaN) {
   EXPECT_FALSE(compare_vector(s, Dtype::f32, x, ex, got).passthrough_exact);
 }
 
+// The ULP figure divides by the ulp of round(exact) (CORE-MATH's convention), which differs from
+// the ulp of exact or of got only across a power of two: the spacing below 2^k is half the spacing
+// above. exact = 2^k - 2^(k-p-2) (a quarter of the spacing below; it rounds to 2^k, whose ulp is
+// 2^(k-p+1)); got = 2^k, its lower neighbour 2^k - 2^(k-p), its upper neighbour 2^k + 2^(k-p+1):
+//   got       |got - exact|      / ulp(2^k)   / ulp(got)   / ulp(exact) = 2^(k-p)
+//   2^k       2^(k-p-2)          1/8          1/8          1/4
+//   below     3 2^(k-p-2)        3/8          3/4          3/4
+//   above     9 2^(k-p-2)        9/8          9/8          9/4
+// All exact in double, so the figures are compared with ==. (For f64 the "ulp of exact" mistake
+// made by converting exact to a double is the same as the right one: RN_f64(exact) is
+// round(exact).)
+TEST(VerifyCompareVector, UlpFigureAtAPowerOfTwoUsesTheUlpOfTheRoundedExactValue) {
+  const RopeSpec s = make_spec(2, 2, Layout::interleaved);
+  const std::vector<double> x = {1.0, 0.0};
+  for (Dtype d : kAllDtypes) {
+    const int p = traits(d).digits;
+    for (int k : {0, 3, -5})
+      for (double sign : {1.0, -1.0}) {
+        const double top = sign * std::ldexp(1.0, k);
+        ref::MpVector ex(2);
+        ex(0) = ref::exact(top) - ref::exact(sign * std::ldexp(1.0, k - p - 2));
+        ex(1) = ref::exact(0.0);
+        ASSERT_EQ(ref::round_to(ex(0), d), top) << name(d);
+        const struct {
+          double got, want;
+        } cases[] = {{top, 1.0 / 8},
+                     {top - sign * std::ldexp(1.0, k - p), 3.0 / 8},
+                     {top + sign * std::ldexp(1.0, k - p + 1), 9.0 / 8}};
+        for (const auto& c : cases) {
+          const VectorError e = compare_vector(s, d, x, ex, {c.got, 0.0});
+          EXPECT_EQ(e.max_ulp, c.want) << name(d) << " k " << k << " got " << c.got;
+          EXPECT_EQ(e.max_ulp_index, 0);
+        }
+      }
+  }
+}
+
 TEST(VerifyCompareVector, RejectsWrongSizes) {
   const RopeSpec s = make_spec(4, 4, Layout::half);
   const std::vector<double> x = {1, 2, 3, 4};
@@ -195,9 +232,28 @@ TEST(VerifyAddVector, NaNOutputIsSaidAsSuchAndCountsAsInfinite) {
   EXPECT_NE(f.what.find("error is NaN (got a NaN output); got (nan, "), std::string::npos)
       << f.what;
   EXPECT_EQ(r.summary.max_error_u, kInf);
+  // +inf where the exact value is ~1: read as an overflow (the values >= T that round to it), so
+  // a finite error far beyond the bound, said as such.
   const Recorded i = record(s, {1, 2, 3, 4}, {kInf, 0.5, 0.5, 0.5}, token_head(1, 0));
-  EXPECT_NE(i.summary.findings.front().what.find("error is infinite (got an infinite output)"),
-            std::string::npos);
+  ASSERT_EQ(i.summary.failures, 1);
+  EXPECT_EQ(i.summary.findings.front().kind, FindingKind::non_finite_output);
+  EXPECT_NE(i.summary.findings.front().what.find("read as an overflow"), std::string::npos)
+      << i.summary.findings.front().what;
+  EXPECT_TRUE(std::isfinite(i.summary.max_error_u));
+  // Under output_rounding toward_zero no finite value rounds to inf: the error is infinite.
+  Policy rz = f32_policy();
+  rz.output_rounding = Rounding::toward_zero;
+  const PairChecker c(rz, s, Dtype::f32);
+  const std::vector<double> x = {1, 2, 3, 4}, got = {kInf, 0, 0, 0};
+  const ref::MpVector ex = ref::apply_blocked(s, ref::exact(7.0), x);
+  Summary z;
+  add_vector(z, c, check_vector(c, {7}, x.data(), got.data(), ex), token_head(1, 0), x.data(),
+             got.data(), ex);
+  ASSERT_FALSE(z.findings.empty());
+  EXPECT_EQ(z.findings.front().kind, FindingKind::non_finite_output);
+  EXPECT_NE(z.findings.front().what.find("error is infinite (got an infinite output)"),
+            std::string::npos)
+      << z.findings.front().what;
 }
 
 TEST(VerifyAddVector, ChangedPassThroughIsAFindingBeforeThePairs) {
@@ -247,10 +303,225 @@ TEST(VerifyZeroPair, CorrectZeroPairPassesAndAWrongOneFailsWithAFiniteError) {
   ASSERT_EQ(bad.summary.findings.size(), 1u);
   EXPECT_EQ(bad.summary.findings[0].kind, FindingKind::exceeds_bound);
   EXPECT_NE(bad.summary.findings[0].what.find("the input pair is zero"), std::string::npos);
+  // +inf in the zero pair: an overflow read as a value (T - 0), out of bound, its figure finite.
+  const Recorded inf = record(s, {0, 0, 3, 4}, {kInf, 0, 0.5, 0.5}, token_head(0, 0));
+  EXPECT_FALSE(inf.check.pairs[0].within());
+  EXPECT_TRUE(std::isfinite(inf.check.pairs[0].error_u));
+  EXPECT_TRUE(std::isfinite(inf.summary.max_error_u));
   // An all-zero vector: relative to the dtype's smallest normal, still finite.
   const Recorded zero = record(s, {0, 0, 0, 0}, {1e-30, 0, 0, 0}, token_head(0, 0));
   EXPECT_FALSE(zero.check.ok());
   EXPECT_TRUE(std::isfinite(zero.summary.max_error_u));
+}
+
+// The exact rotation at pos, rounded once into f32.
+std::vector<double> rounded(const RopeSpec& s, const std::vector<double>& x, double pos) {
+  return ref::round_to(ref::apply_blocked(s, ref::exact(pos), x), Dtype::f32);
+}
+
+// ---- an odd head_dim at full rotary: the last element passes through -------------------------
+
+// head_dim 5 at full rotary is rotary_dim 4 (normalized): element 4 is in no pair and must keep
+// its bits, in every layout and through both exact types; a check that skipped pass-through dims
+// whenever rotary_dim is head_dim rounded down would pass the changed vector.
+TEST(VerifyAddVector, PassThroughOfAnOddHeadDimAtFullRotaryIsCompared) {
+  for (Layout l : {Layout::interleaved, Layout::half}) {
+    const RopeSpec s = make_spec(5, 0, l);
+    ASSERT_EQ(s.rotary_dim, 4);
+    const Recorded ok = record(s, {1, 2, 3, 4, 5}, {0.5, 0.5, 0.5, 0.5, 5}, token_head(0, 0));
+    EXPECT_TRUE(ok.check.ok()) << name(l);
+    const Recorded bad = record(s, {1, 2, 3, 4, 5}, {0.5, 0.5, 0.5, 0.5, 6}, token_head(0, 0));
+    ASSERT_EQ(bad.check.passthrough_changed, std::vector<std::int64_t>{4}) << name(l);
+    ASSERT_EQ(bad.summary.failures, 1);
+    EXPECT_EQ(bad.summary.findings[0].message(),
+              "token 0 (position 7), head 0: pass-through element 4 changed: got 6, input 5");
+    // The oracle's exact type and the per-position bounds (the scan's path).
+    const PairChecker c(f32_policy(), s, Dtype::f32);
+    const ref::Oracle oracle(s);
+    const std::vector<double> x = {1, 2, 3, 4, 5};
+    std::vector<double> got = rounded(s, x, 7);
+    got[4] = 6;
+    const ref::ExactVector e = oracle.at({7}).apply(x.data());
+    EXPECT_EQ(check_vector(c, {7}, x.data(), got.data(), e).passthrough_changed.size(), 1u);
+    std::vector<bounds::PairBound> at7;
+    c.bounds_at({7}, at7);
+    VectorCheck v;
+    check_vector(v, c, at7, x.data(), got.data(), e);
+    EXPECT_FALSE(v.ok());
+    // eval's statistics see it too.
+    EXPECT_FALSE(compare_vector(s, Dtype::f32, x, ref::apply_blocked(s, ref::exact(7.0), x), got)
+                     .passthrough_exact);
+  }
+}
+
+// ---- overflow is a value ------------------------------------------------------------------------
+
+// One pair at position 0 with magnitude s: the exact output is s (x_a, 0) exactly (R(0) = s I), so
+// the choice of s puts it past, short of or far from the overflow threshold T = max + ulp(max)/2
+// (output_diff in verify.hpp). The same check from MP values and from the oracle.
+struct AtZero {
+  PairCheck mp, fast;
+};
+AtZero check_at_zero(Dtype d, double scale, double got_a, Rounding r = Rounding::nearest_even,
+                     double sign = 1) {
+  RopeSpec s = make_spec(2, 2, Layout::interleaved);
+  s.scale = scale;
+  s = s.normalized();
+  Policy p = f32_policy();
+  p.output_rounding = r;
+  const PairChecker c(p, s, d);
+  const std::vector<double> x = {sign * max_finite(d), 0.0}, got = {got_a, 0.0};
+  const ref::Oracle oracle(s);
+  const ref::ExactVector e = oracle.at({0}).apply(x.data());
+  return {check_vector(c, {0}, x.data(), got.data(), ref::apply_blocked(s, ref::exact(0.0), x))
+              .pairs[0],
+          check_vector(c, {0}, x.data(), got.data(), e).pairs[0]};
+}
+
+constexpr Dtype kOverflowDtypes[] = {Dtype::f16, Dtype::bf16, Dtype::f32};
+
+// Both paths must agree, bit for bit, on every figure.
+void expect_same(const AtZero& z) {
+  EXPECT_EQ(z.mp.error_abs, z.fast.error_abs);
+  EXPECT_EQ(z.mp.within(), z.fast.within());
+  EXPECT_EQ(z.mp.overflowed, z.fast.overflowed);
+}
+
+TEST(VerifyOverflow, TheCorrectlyRoundedInfinityPassesWithFiniteFigures) {
+  for (Dtype d : kOverflowDtypes) {
+    const double max = max_finite(d);
+    // exact 1.5 max: its one correct rounding is +inf.
+    const AtZero z = check_at_zero(d, 1.5, kInf);
+    expect_same(z);
+    EXPECT_TRUE(z.mp.within()) << name(d);
+    EXPECT_EQ(z.mp.error_abs, 0.0) << name(d);
+    EXPECT_EQ(z.mp.error_u, 0.0);
+    EXPECT_EQ(z.mp.utilization, 0.0);
+    EXPECT_EQ(z.mp.overflowed, 1);
+    EXPECT_FALSE(z.mp.non_finite_fault());
+    // The same below: -1.5 max rounds to -inf.
+    const AtZero n = check_at_zero(d, 1.5, -kInf, Rounding::nearest_even, -1);
+    expect_same(n);
+    EXPECT_TRUE(n.mp.within()) << name(d);
+    EXPECT_EQ(n.mp.error_abs, 0.0);
+    EXPECT_FALSE(check_at_zero(d, 1.5, kInf, Rounding::nearest_even, -1).mp.within());
+    // ... and a finite output there is far from it: max - 1.5 max, judged (and failed) as such.
+    const AtZero f = check_at_zero(d, 1.5, max);
+    expect_same(f);
+    EXPECT_FALSE(f.mp.within()) << name(d);
+    EXPECT_EQ(f.mp.error_abs, 0.5 * max);
+    EXPECT_EQ(f.mp.overflowed, 0);
+  }
+}
+
+TEST(VerifyOverflow, TheWrongInfinityFailsWithAFiniteFigure) {
+  for (Dtype d : kOverflowDtypes) {
+    const AtZero z = check_at_zero(d, 1.5, -kInf);
+    expect_same(z);
+    EXPECT_FALSE(z.mp.within()) << name(d);
+    // -T - 1.5 max: the distance from the exact value to the values that round to -inf.
+    const double T = max_finite(d) + ref::ulp(max_finite(d), d) / 2;
+    EXPECT_DOUBLE_EQ(z.mp.error_abs, T + 1.5 * max_finite(d));
+    EXPECT_TRUE(std::isfinite(z.mp.error_u));
+    EXPECT_FALSE(z.mp.non_finite_fault());
+  }
+}
+
+TEST(VerifyOverflow, AnInfinityWhereTheRoundingIsFiniteFails) {
+  for (Dtype d : kOverflowDtypes) {
+    const AtZero z = check_at_zero(d, 0.25, kInf);  // exact max/4, well inside the range
+    expect_same(z);
+    EXPECT_FALSE(z.mp.within()) << name(d);
+    const double T = max_finite(d) + ref::ulp(max_finite(d), d) / 2;
+    EXPECT_DOUBLE_EQ(z.mp.error_abs, T - 0.25 * max_finite(d));
+  }
+}
+
+// Near T the bound decides, both ways: an exact value just past T may be stored as the largest
+// finite value, one just short of T as +inf, when a value within the bound lies on that side.
+TEST(VerifyOverflow, NearTheThresholdTheBoundDecides) {
+  for (Dtype d : kOverflowDtypes) {
+    const double max = max_finite(d), half_ulp = ref::ulp(max, d) / 2, T = max + half_ulp;
+    const double B = check_at_zero(d, 1.0, max).mp.bound_abs;  // the bound at |exact| ~ T
+    // The bound covers at least the half ulp of the output's own rounding.
+    ASSERT_GT(B, half_ulp) << name(d);
+    // Past T by (B - half_ulp)/2: max is within the bound (|max - exact| < B).
+    const double past = T + (B - half_ulp) / 2;
+    const AtZero f = check_at_zero(d, past / max, max);
+    expect_same(f);
+    EXPECT_TRUE(f.mp.within()) << name(d) << " finite max for exact " << past;
+    EXPECT_NEAR(f.mp.error_abs, (B + half_ulp) / 2, 1e-9 * B);
+    EXPECT_TRUE(check_at_zero(d, past / max, kInf).mp.within());  // its correct rounding
+    // Short of T by B/2: +inf is within the bound (T - exact = B/2), counted as an overflow.
+    const AtZero i = check_at_zero(d, (T - B / 2) / max, kInf);
+    expect_same(i);
+    EXPECT_TRUE(i.mp.within()) << name(d);
+    EXPECT_NEAR(i.mp.error_abs, B / 2, 1e-9 * B);
+    EXPECT_EQ(i.mp.overflowed, 1);
+    // Short of T by 2B: +inf is beyond it.
+    const AtZero far = check_at_zero(d, (T - 2 * B) / max, kInf);
+    expect_same(far);
+    EXPECT_FALSE(far.mp.within()) << name(d);
+    EXPECT_NEAR(far.mp.error_abs, 2 * B, 1e-9 * B);
+  }
+}
+
+// Toward zero saturates at +-max and never makes an infinity.
+TEST(VerifyOverflow, TowardZeroSaturatesAndNeverOverflows) {
+  const Rounding rz = Rounding::toward_zero;
+  for (Dtype d : kOverflowDtypes) {
+    const AtZero sat = check_at_zero(d, 1.5, max_finite(d), rz);
+    expect_same(sat);
+    EXPECT_TRUE(sat.mp.within()) << name(d);
+    EXPECT_EQ(sat.mp.error_abs, 0.0);
+    EXPECT_EQ(sat.mp.overflowed, 1);
+    const AtZero inf = check_at_zero(d, 1.5, kInf, rz);
+    EXPECT_FALSE(inf.mp.within()) << name(d);
+    EXPECT_TRUE(inf.mp.non_finite_fault());
+    EXPECT_TRUE(inf.fast.non_finite_fault());
+    // max where the exact value is max/4: not a saturation, an error of 3/4 max.
+    const AtZero in = check_at_zero(d, 0.25, max_finite(d), rz);
+    EXPECT_FALSE(in.mp.within());
+    EXPECT_EQ(in.mp.overflowed, 0);
+  }
+}
+
+// The running summary counts overflows apart and keeps finite figures; a failing one is a
+// non_finite_output finding with a finite error that says how the infinity was read. eval's
+// statistics read it the same.
+TEST(VerifyOverflow, SummaryAndEvalFiguresStayFinite) {
+  RopeSpec s = make_spec(4, 4, Layout::interleaved);
+  s.scale = 1.5;
+  s = s.normalized();
+  const PairChecker c(f32_policy(), s, Dtype::f16);
+  const std::vector<double> x = {65504, 0, 1, 2};
+  const ref::MpVector ex = ref::apply_blocked(s, ref::exact(0.0), x);
+  std::vector<double> got = ref::round_to(ex, Dtype::f16);
+  ASSERT_EQ(got[0], kInf);  // the one correct rounding of 1.5 x 65504
+  Summary ok;
+  add_vector(ok, c, check_vector(c, {0}, x.data(), got.data(), ex), token_head(0, 0), x.data(),
+             got.data(), ex);
+  EXPECT_TRUE(ok.passed());
+  EXPECT_EQ(ok.overflowed, 1);
+  EXPECT_TRUE(std::isfinite(ok.max_error_u));
+  const VectorError ev = compare_vector(s, Dtype::f16, x, ex, got);
+  EXPECT_EQ(ev.max_ulp, 0.0);
+  EXPECT_EQ(ev.not_correctly_rounded, 0);
+  EXPECT_EQ(ev.max_pair_error_u, 0.0);
+  got[0] = -kInf;
+  Summary bad;
+  add_vector(bad, c, check_vector(c, {0}, x.data(), got.data(), ex), token_head(0, 0), x.data(),
+             got.data(), ex);
+  ASSERT_EQ(bad.failures, 1);
+  EXPECT_EQ(bad.findings[0].kind, FindingKind::non_finite_output);
+  EXPECT_NE(bad.findings[0].what.find(" u > bound "), std::string::npos) << bad.findings[0].what;
+  EXPECT_NE(bad.findings[0].what.find("got (-inf, "), std::string::npos) << bad.findings[0].what;
+  EXPECT_NE(bad.findings[0].what.find("read as an overflow"), std::string::npos);
+  EXPECT_TRUE(std::isfinite(bad.max_error_u));
+  const VectorError evb = compare_vector(s, Dtype::f16, x, ex, got);
+  EXPECT_TRUE(std::isfinite(evb.max_ulp));
+  EXPECT_GT(evb.max_ulp, 1000.0);
+  EXPECT_EQ(evb.not_correctly_rounded, 1);
 }
 
 // ---- the oracle's fast path gives the same checks as MP values ---------------------------------

@@ -14,6 +14,15 @@
 //                             every 5th vector corrupted (many failures, varied errors), one input
 //                             with a NaN (skipped), two identical failing vectors at one position
 //                             (a tie for the maxima): `check --threads` must not change a byte
+//   overflow_{f16,bf16,f32}[_wrong_sign,_inf_where_finite].safetensors
+//                             inputs near the dtype's largest value, so that some exact outputs
+//                             lie beyond it: correct (the one rounding, +-inf included), one
+//                             infinity's sign flipped, one finite output made +inf
+//   empty.safetensors         a dump with 0 tokens; all_nonfinite.safetensors: every input has a
+//                             NaN (nothing checked either way)
+//   odd_full_{interleaved,half}[_passthrough].safetensors
+//                             head_dim 65 at full rotary (rotary_dim 64): correct, and element 64
+//                             (the one pass-through element) changed
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -41,6 +50,20 @@ std::vector<double> rotate(const RopeSpec& s, Dtype d, const std::vector<double>
       std::vector<double> v(x.begin() + off, x.begin() + off + s.head_dim);
       const std::int64_t m = flip ? -kPos[t] : kPos[t] + shift;
       const auto r = ref::round_to(ref::apply_blocked(s, ref::Mp(m), v), d);
+      std::copy(r.begin(), r.end(), y.begin() + off);
+    }
+  return y;
+}
+
+// y = round_d(R_m x) at positions pos (one per token).
+std::vector<double> rotate(const RopeSpec& s, Dtype d, const std::vector<double>& x, std::int64_t T,
+                           std::int64_t H, const std::vector<std::int64_t>& pos) {
+  std::vector<double> y(x.size());
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const auto off = (t * H + h) * s.head_dim;
+      std::vector<double> v(x.begin() + off, x.begin() + off + s.head_dim);
+      const auto r = ref::round_to(ref::apply_blocked(s, ref::Mp(pos[t]), v), d);
       std::copy(r.begin(), r.end(), y.begin() + off);
     }
   return y;
@@ -93,6 +116,89 @@ void write_mixed(const std::string& dir) {
   f.tensors.push_back(tio::make_tensor("y", tio::ElemType::bf16, {B, H, T, D}, y));
   f.tensors.push_back(tio::make_int_tensor("positions", tio::ElemType::i64, {B, T}, pos));
   tio::write_safetensors(dir + "/mixed_bf16.safetensors", f);
+}
+
+// x -> y with one positions tensor [T] and __metadata__ md, every tensor of dtype d as [T, H, D].
+void write_xy(const std::string& path, Dtype d, std::int64_t T, std::int64_t H, std::int64_t D,
+              const std::vector<double>& x, const std::vector<double>& y,
+              const std::vector<std::int64_t>& pos, const std::map<std::string, std::string>& md) {
+  const tio::ElemType e = d == Dtype::f16    ? tio::ElemType::f16
+                          : d == Dtype::bf16 ? tio::ElemType::bf16
+                                             : tio::ElemType::f32;
+  tio::TensorFile f;
+  f.metadata = md;
+  f.tensors.push_back(tio::make_tensor("x", e, {T, H, D}, x));
+  f.tensors.push_back(tio::make_tensor("y", e, {T, H, D}, y));
+  f.tensors.push_back(tio::make_int_tensor("positions", tio::ElemType::i64, {T}, pos));
+  tio::write_safetensors(path, f);
+}
+
+// Correct outputs beyond the dtype's range: inputs of magnitude 0.5 to 0.99 of its largest value,
+// so that pairs whose rotation lines up with an axis exceed it (up to sqrt(2) x 0.99 x max), the
+// others do not. Prints how many outputs are infinite.
+void write_overflow(const std::string& dir, Dtype d) {
+  ref::set_precision_bits(ref::default_bits(d));
+  RopeSpec s;
+  s.head_dim = 8;
+  s.layout = Layout::half;
+  s = s.normalized();
+  const std::int64_t T = 4, H = 3, D = s.head_dim;
+  const std::vector<std::int64_t> pos = {1, 2, 7, 1000};
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> mag(0.5, 0.99);
+  std::vector<double> x(static_cast<std::size_t>(T * H * D));
+  for (auto& v : x) v = round_to_dtype((rng() & 1 ? 1 : -1) * mag(rng) * max_finite(d), d);
+  const auto y = rotate(s, d, x, T, H, pos);
+  // `inside`: the first output well inside the range (its correct rounding finite, far from it).
+  std::int64_t inf = 0, inside = -1;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    inf += std::isinf(y[i]) ? 1 : 0;
+    if (inside < 0 && std::fabs(y[i]) < max_finite(d) / 2) inside = static_cast<std::int64_t>(i);
+  }
+  const std::string stem = dir + "/overflow_" + name(d);
+  const std::map<std::string, std::string> md = {{"layout", "half"}};
+  write_xy(stem + ".safetensors", d, T, H, D, x, y, pos, md);
+  auto flipped = y;
+  for (auto& v : flipped)
+    if (std::isinf(v)) {
+      v = -v;
+      break;
+    }
+  write_xy(stem + "_wrong_sign.safetensors", d, T, H, D, x, flipped, pos, md);
+  auto made_inf = y;
+  made_inf[static_cast<std::size_t>(inside)] = INFINITY;
+  write_xy(stem + "_inf_where_finite.safetensors", d, T, H, D, x, made_inf, pos, md);
+  std::cout << "overflow " << name(d) << ": " << inf << " of " << y.size()
+            << " correct outputs are infinite; element " << inside << " made +inf\n";
+}
+
+// Nothing to check: no token at all, and tokens whose every input vector holds a NaN.
+void write_nothing_checked(const std::string& dir) {
+  const std::map<std::string, std::string> md = {{"layout", "half"}};
+  write_xy(dir + "/empty.safetensors", Dtype::f32, 0, 2, 8, {}, {}, {}, md);
+  std::vector<double> x(2 * 2 * 8, 1.0);
+  for (std::size_t v = 0; v < 4; ++v) x[v * 8 + v] = NAN;
+  write_xy(dir + "/all_nonfinite.safetensors", Dtype::f32, 2, 2, 8, x, x, {3, 4}, md);
+}
+
+// head_dim 65 at full rotary: rotary_dim 64, element 64 passes through (copied bit for bit).
+void write_odd_full(const std::string& dir, Layout l) {
+  ref::set_precision_bits(ref::default_bits(Dtype::f32));
+  RopeSpec s;
+  s.head_dim = 65;
+  s.layout = l;
+  s = s.normalized();
+  const std::int64_t T = 3, H = 2, D = s.head_dim;
+  const std::vector<std::int64_t> pos = {0, 9, 4096};
+  const auto x = random_x(static_cast<std::size_t>(T * H * D), Dtype::f32, 29);
+  auto y = rotate(s, Dtype::f32, x, T, H, pos);
+  const std::string stem = dir + "/odd_full_" + name(l);
+  const std::map<std::string, std::string> md = {{"layout", name(l)}};
+  write_xy(stem + ".safetensors", Dtype::f32, T, H, D, x, y, pos, md);
+  // Token 1, head 1: the pass-through element one f32 ulp off, every pair right.
+  auto& e = y[static_cast<std::size_t>((1 * H + 1) * D + 64)];
+  e = std::nextafter(static_cast<float>(e), INFINITY);
+  write_xy(stem + "_passthrough.safetensors", Dtype::f32, T, H, D, x, y, pos, md);
 }
 
 }  // namespace
@@ -193,5 +299,8 @@ int main(int argc, char** argv) {
                                       << "\n";
   }
   write_mixed(dir);
+  for (Dtype d : {Dtype::f16, Dtype::bf16, Dtype::f32}) write_overflow(dir, d);
+  write_nothing_checked(dir);
+  for (Layout l : {Layout::interleaved, Layout::half}) write_odd_full(dir, l);
   return 0;
 }

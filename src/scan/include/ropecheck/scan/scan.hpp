@@ -63,8 +63,14 @@ struct PairResult {
   std::string name;  // "x -> y"
   std::int64_t vectors = 0, skipped_nonfinite = 0;
   verify::Summary summary;  // of the checked vectors (finite input)
+  // The verdict: every checked pair within its bound, and something checked at all (nothing
+  // checked is not a pass: verify::nothing_checked).
+  bool passed() const { return summary.vectors > 0 && summary.passed(); }
+  // "" when something was checked, else the coverage failure's sentence.
+  std::string coverage() const;
   // "FAIL x -> y token 3 (position 4096), head 1, pair 5 (elements 5, 37): ...", then
-  // "hint (x -> y): ..." when the front end set summary.hint (verify::advise).
+  // "hint (x -> y): ..." when the front end set summary.hint (verify::advise); or
+  // "FAIL coverage: ..." when nothing was checked.
   std::vector<std::string> located() const;
 };
 

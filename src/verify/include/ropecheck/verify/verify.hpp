@@ -38,6 +38,7 @@
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/spec.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -47,12 +48,44 @@ namespace ropecheck::verify {
 
 using reference::Mp;
 
+// ---- one output element against its exact value ------------------------------------------------
+// Overflow is a value. Round-to-nearest-even (IEEE 754-2019, 7.4) takes every |v| >= T =
+// (2 - 2^-p) 2^emax (the largest finite value plus half its ulp; T itself is a tie whose even
+// neighbour 2^(emax+1) overflows) to an infinity of v's sign, so a stored +inf stands for the
+// values [T, inf) and -inf for (-inf, -T]. The difference of an infinite output is read as the
+// distance from the exact value to that set: 0 where the exact value's one correct rounding is
+// that infinity, and +-T - exact otherwise, finite and judged by the bound as any output is.
+// Why the bound decides, both ways: a kernel within its derived bound computes some v near the
+// exact value before it stores; near T, v may fall on the other side of T than the exact value.
+//   exact >= T, output finite: v < T was stored as a finite value (the largest, at most); its
+//     difference max - exact is an ordinary finite difference, within the bound when v could be.
+//   exact < T, output +inf: v >= T was stored as inf; T - exact is within the bound when v could
+//     be (the bound covers the stored value's error, so it also covers v's).
+// Far from T either way the difference exceeds any bound: the wrong infinity (+-T - exact has
+// the magnitude of T + |exact|) and an infinity where the exact value is well inside the range
+// fail, with a finite figure. Output rounding toward_zero never rounds a finite value to an
+// infinity but saturates: there +-max stands for every value at or beyond it (difference 0 where
+// the exact value lies beyond), and an infinite output is not a value (difference +inf), as NaN
+// never is. (A toward_zero kernel whose wider arithmetic overflowed first stores inf: that is
+// not read as a value.)
+struct OutputDiff {
+  double diff = 0;          // got - exact as read above, rounded once to double; +inf: no value
+  bool overflowed = false;  // got read as an overflow: an infinity, or max saturated toward zero
+};
+// got: a value of dtype d (as a double); exact: the exact output element; r: the declared output
+// rounding. For a finite got, diff = RN_double(got - exact).
+OutputDiff output_diff(double got, const Mp& exact, Dtype d, Rounding r);
+// The same with the exact element j of an oracle answer (ExactVector::diff for a finite got).
+OutputDiff output_diff(double got, const reference::ExactVector& exact, std::int64_t j, Dtype d,
+                       Rounding r);
+
 // ---- one pair -----------------------------------------------------------------------------------
 struct PairCheck {
   std::int64_t pair = -1;                 // i
   std::int64_t elem_a = -1, elem_b = -1;  // the head-vector indices of the pair (layout's pairing)
-  double error_abs = 0;                   // ||got - exact|| (inf when got is not finite)
-  double scaled_norm = 0;                 // s * ||x_pair||
+  // ||(diff_a, diff_b)|| of output_diff: inf for a NaN output or an infinity that is no value.
+  double error_abs = 0;
+  double scaled_norm = 0;  // s * ||x_pair||
   // error_abs / scaled_norm / u. A zero input pair has no relative error: check_vector gives it
   // relative to the head vector's norm instead (pair.cpp, zero_norm_unit), finite for finite
   // outputs; a lone pair check (no vector) says 0/0 -> 0, e/0 -> inf.
@@ -62,12 +95,17 @@ struct PairCheck {
   double utilization = 0;  // error_abs / bound_abs; 0/0 -> 0, e/0 -> inf
   bool finite = true;      // both outputs finite
   bool got_nan = false, got_inf = false;
+  int overflowed = 0;  // outputs read as an overflow (OutputDiff::overflowed): 0, 1 or 2
   // The bound's angle term is at its cap (|dphi| >= 2 rad, bounds.cpp set_angle): the declared
   // angle precision no longer constrains the rotation here (e.g. an f32 angle at |m| ~ 2^23), so
   // any rotation passes and this pair's utilization says nothing about the kernel.
   bool unconstrained = false;
   // The verdict on this pair: false for NaN errors.
   bool within() const { return error_abs <= bound_abs; }
+  // A NaN output, or an infinity that is no value: the error has no finite figure. An overflow
+  // read as a value is not one (a failing pair with any infinite output is still a
+  // non_finite_output finding, and a non_finite_output in `validate`).
+  bool non_finite_fault() const { return got_nan || !std::isfinite(error_abs); }
 };
 
 // Error in u from the component differences (doubles), the input pair and the magnitude: the one
@@ -105,9 +143,10 @@ class PairChecker {
   double u() const { return u_; }
 
  private:
-  // The check once the differences got - exact (rounded once to double) are known.
+  // The check once the differences got - exact (output_diff) are known.
   PairCheck check_diffs(const bounds::PairBound& bound, std::int64_t pair, double x_a, double x_b,
-                        double got_a, double got_b, double diff_a, double diff_b) const;
+                        double got_a, double got_b, const OutputDiff& diff_a,
+                        const OutputDiff& diff_b) const;
   Policy policy_;
   RopeSpec spec_;
   Dtype dtype_;
@@ -175,6 +214,9 @@ struct Summary {
   // a near-failure and is vacuous (#29); these are the figures that mean something.
   double max_error_u_constrained = 0, max_utilization_constrained = 0;
   std::int64_t unconstrained_pairs = 0, min_unconstrained_position = -1;
+  // Outputs read as an overflow (OutputDiff::overflowed: +-inf, or +-max saturated toward zero),
+  // counted apart; the figures above stay finite for them.
+  std::int64_t overflowed = 0;
   bool any = false;               // a pair was recorded (else the maxima and locations are empty)
   std::vector<Finding> findings;  // the first `keep` failures
   std::size_t keep = 10;
@@ -190,6 +232,13 @@ struct Summary {
   void append(const Summary& later);
   bool passed() const { return failures == 0; }
 };
+
+// Nothing checked is not a pass: a verdict resting on zero checked elements (an empty dump, a
+// pipeline that dumped nothing, every vector skipped for a non-finite input) says nothing about
+// the kernel. Every front end that counts what it checked fails such a run as a coverage failure
+// (exit 1) with this one sentence: "coverage: no element was checked (<why>): nothing of <what>
+// was exercised".
+std::string nothing_checked(const std::string& why, const std::string& what = "the kernel");
 
 // v replaces the running maximum cur: larger, or NaN (the first NaN stays).
 inline bool worse(double v, double cur) { return !(cur != cur) && ((v != v) || v > cur); }
