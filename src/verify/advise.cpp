@@ -438,11 +438,10 @@ std::vector<std::int64_t> failing_in_memory(const PairChecker& c, std::int64_t n
   return f;
 }
 
-Advice advise(const Policy& declared, const std::vector<RecordedVectors>& run,
-              const AdviseOptions& options) {
-  Advice adv;
-  if (run.empty()) return adv;
-  // The spec the sentences name: the first group with a failing vector's.
+namespace {
+
+// The group whose spec the sentences name: the first with a failing vector.
+std::size_t first_failing(const std::vector<RecordedVectors>& run) {
   std::size_t first = 0;
   for (std::size_t g = run.size(); g-- > 0;) {
     bool failed = false;
@@ -453,50 +452,45 @@ Advice advise(const Policy& declared, const std::vector<RecordedVectors>& run,
       });
     if (failed) first = g;
   }
-  const RopeSpec& s0 = run[first].spec;
-  const Dtype d0 = run[first].dtype;
-  std::vector<Hypothesis> hyps = hypotheses(s0);
-  std::vector<Trial> trials;
-  bool passthrough = false;
-  for (const auto& g : run) {
-    passthrough =
-        passthrough || g.spec.rotary_dim < g.spec.head_dim || g.spec.layout == Layout::proportional;
-  }
-  {  // the declaration itself: when it passes everywhere there is nothing to advise
-    Trial t;
-    t.policy = declared;
-    t.kind = Advice::Kind::none;
-    trials.push_back(std::move(t));
-  }
-  if (passthrough) {
-    Trial t;
-    t.policy = declared;
-    t.kind = Advice::Kind::passthrough;
-    t.ignore_passthrough = true;
-    trials.push_back(std::move(t));
-  }
-  for (std::size_t h = 1; h < hyps.size(); ++h) {
-    Trial t;
-    t.hyp = h;
-    t.policy = declared;
-    t.kind = Advice::Kind::spec_mismatch;
-    trials.push_back(std::move(t));
-  }
-  for (auto& t : policy_trials(declared, d0)) trials.push_back(std::move(t));
-  adv.candidates = static_cast<std::int64_t>(trials.size());
+  return first;
+}
 
-  Recheck rc(run, hyps, trials);
-  // The screen: the vectors that failed first.
-  double m_ref = 1;
-  for (std::size_t g = 0; g < run.size(); ++g)
-    if (run[g].failing)
-      run[g].failing([&](const std::vector<std::int64_t>& p, const double* x, const double* y) {
-        for (std::int64_t m : p) m_ref = std::max(m_ref, std::fabs(static_cast<double>(m)));
-        return rc.visit(g, p, x, y);
-      });
-  // Of the declarations left, the first six (in the order of `before` below) are confirmed (the
-  // confirmation of each costs a pass over the run; a wider one only matters when all of these fail
-  // somewhere).
+// Every candidate: the declaration itself (when it passes everywhere there is nothing to advise),
+// the pass-through hypothesis, the spec hypotheses under the declared policy, the declarations.
+std::vector<Trial> all_trials(const Policy& declared, const std::vector<RecordedVectors>& run,
+                              std::size_t n_hyps, Dtype d0) {
+  std::vector<Trial> trials;
+  const auto add = [&](std::size_t hyp, Advice::Kind kind, bool ignore_passthrough) {
+    Trial t;
+    t.hyp = hyp;
+    t.policy = declared;
+    t.kind = kind;
+    t.ignore_passthrough = ignore_passthrough;
+    trials.push_back(std::move(t));
+  };
+  add(0, Advice::Kind::none, false);
+  if (std::any_of(run.begin(), run.end(), [](const RecordedVectors& g) {
+        return g.spec.rotary_dim < g.spec.head_dim || g.spec.layout == Layout::proportional;
+      }))
+    add(0, Advice::Kind::passthrough, true);
+  for (std::size_t h = 1; h < n_hyps; ++h) add(h, Advice::Kind::spec_mismatch, false);
+  for (auto& t : policy_trials(declared, d0)) trials.push_back(std::move(t));
+  return trials;
+}
+
+// The smallest change of the declaration first (fewest fields: a narrower table alone before a
+// narrower table and arithmetic), then the narrowest bound. Both candidates of a bf16-table
+// kernel may pass -- an f16 table and f16 arithmetic is even the narrower bound -- but the one
+// that keeps what the user declared about the arithmetic is the more specific explanation.
+bool before(const Trial* a, const Trial* b) {
+  return a->changes != b->changes ? a->changes < b->changes : a->width < b->width;
+}
+
+// The declarations alive after the screen, ordered by `before`; all but the first six dropped
+// (the confirmation of each costs a pass over the run; a wider one only matters when all of
+// these fail somewhere).
+std::vector<Trial*> rank_declarations(std::vector<Trial>& trials, const Policy& declared,
+                                      const RopeSpec& s0, Dtype d0, double m_ref) {
   std::vector<Trial*> decl;
   for (auto& t : trials) {
     if (!t.alive || t.kind != Advice::Kind::declaration) continue;
@@ -507,39 +501,18 @@ Advice advise(const Policy& declared, const std::vector<RecordedVectors>& run,
     t.changes = static_cast<int>(k.size());
     decl.push_back(&t);
   }
-  // The smallest change of the declaration first (fewest fields: a narrower table alone before a
-  // narrower table and arithmetic), then the narrowest bound. Both candidates of a bf16-table
-  // kernel may pass -- an f16 table and f16 arithmetic is even the narrower bound -- but the one
-  // that keeps what the user declared about the arithmetic is the more specific explanation.
-  const auto before = [](const Trial* a, const Trial* b) {
-    return a->changes != b->changes ? a->changes < b->changes : a->width < b->width;
-  };
   std::stable_sort(decl.begin(), decl.end(), before);
   for (std::size_t i = 6; i < decl.size(); ++i) decl[i]->alive = false;
-  std::int64_t alive = 0, vectors = 0;
-  for (const auto& t : trials) alive += t.alive ? 1 : 0;
-  for (const auto& g : run) vectors += g.vectors;
-  if (alive == 0) {
-    adv.vector_checks = rc.checks();
-    return adv;
-  }
-  if (alive * vectors > options.max_vector_checks) {
-    adv.skipped = "no hint: re-checking " + std::to_string(alive) + " candidate(s) on " +
-                  std::to_string(vectors) + " vectors exceeds the budget of " +
-                  std::to_string(options.max_vector_checks) + " vector checks";
-    adv.vector_checks = rc.checks();
-    return adv;
-  }
-  // The confirmation: every vector of the run, each candidate dropped at its first failure.
-  rc.reset_lean();
-  for (std::size_t g = 0; g < run.size() && rc.any_alive(); ++g)
-    run[g].for_each([&](const std::vector<std::int64_t>& p, const double* x, const double* y) {
-      return rc.visit(g, p, x, y);
-    });
-  adv.vector_checks = rc.checks();
+  return decl;
+}
 
+// The sentence of the trial that held: pass-through, then a spec mismatch, then the first
+// declaration in `before` order (truncation only with the lean).
+void choose(Advice& adv, const std::vector<Trial>& trials, const std::vector<Trial*>& decl,
+            const std::vector<Hypothesis>& hyps, const Recheck& rc, const Policy& declared,
+            const RopeSpec& s0, Dtype d0, double m_ref, std::int64_t vectors) {
   for (const auto& t : trials)
-    if (t.alive && t.kind == Advice::Kind::none) return adv;  // the run passes: no hint
+    if (t.alive && t.kind == Advice::Kind::none) return;  // the run passes: no hint
   const std::string all = "every one of the " + std::to_string(vectors) + " vectors";
   for (const auto& t : trials)
     if (t.alive && t.kind == Advice::Kind::passthrough) {
@@ -548,7 +521,7 @@ Advice advise(const Policy& declared, const std::vector<RecordedVectors>& run,
                  " < head_dim " + std::to_string(s0.head_dim) + ", " + all +
                  " has every pair right): they must be copied bit for bit; a kernel written for "
                  "full rotary rotates or overwrites them";
-      return adv;
+      return;
     }
   for (const auto& t : trials)
     if (t.alive && t.kind == Advice::Kind::spec_mismatch) {
@@ -562,12 +535,12 @@ Advice advise(const Policy& declared, const std::vector<RecordedVectors>& run,
                  (h.keys.empty()
                       ? std::string()
                       : " (spec keys " + keys_json(h.keys) + " describe what the kernel computes)");
-      return adv;
+      return;
     }
   const Trial* best = nullptr;
   for (const Trial* t : decl)
     if (t->alive && (!t->lean || rc.leans_toward_zero()) && (!best || before(t, best))) best = t;
-  if (!best) return adv;
+  if (!best) return;
   adv.kind = Advice::Kind::declaration;
   std::string py;
   changed_fields(declared, best->policy, adv.keys, py);
@@ -581,6 +554,50 @@ Advice advise(const Policy& declared, const std::vector<RecordedVectors>& run,
           (best->lean ? "truncates on purpose" : "computes that way") + ", declare Policy(" + py +
           ") (spec keys " + keys_json(adv.keys) + ")";
   adv.text = std::move(text);
+}
+
+}  // namespace
+
+Advice advise(const Policy& declared, const std::vector<RecordedVectors>& run,
+              const AdviseOptions& options) {
+  Advice adv;
+  if (run.empty()) return adv;
+  const std::size_t first = first_failing(run);
+  const RopeSpec& s0 = run[first].spec;
+  const Dtype d0 = run[first].dtype;
+  const std::vector<Hypothesis> hyps = hypotheses(s0);
+  std::vector<Trial> trials = all_trials(declared, run, hyps.size(), d0);
+  adv.candidates = static_cast<std::int64_t>(trials.size());
+
+  Recheck rc(run, hyps, trials);
+  // The screen: the vectors that failed first.
+  double m_ref = 1;
+  for (std::size_t g = 0; g < run.size(); ++g)
+    if (run[g].failing)
+      run[g].failing([&](const std::vector<std::int64_t>& p, const double* x, const double* y) {
+        for (std::int64_t m : p) m_ref = std::max(m_ref, std::fabs(static_cast<double>(m)));
+        return rc.visit(g, p, x, y);
+      });
+  const std::vector<Trial*> decl = rank_declarations(trials, declared, s0, d0, m_ref);
+  std::int64_t alive = 0, vectors = 0;
+  for (const auto& t : trials) alive += t.alive ? 1 : 0;
+  for (const auto& g : run) vectors += g.vectors;
+  adv.vector_checks = rc.checks();
+  if (alive == 0) return adv;
+  if (alive * vectors > options.max_vector_checks) {
+    adv.skipped = "no hint: re-checking " + std::to_string(alive) + " candidate(s) on " +
+                  std::to_string(vectors) + " vectors exceeds the budget of " +
+                  std::to_string(options.max_vector_checks) + " vector checks";
+    return adv;
+  }
+  // The confirmation: every vector of the run, each candidate dropped at its first failure.
+  rc.reset_lean();
+  for (std::size_t g = 0; g < run.size() && rc.any_alive(); ++g)
+    run[g].for_each([&](const std::vector<std::int64_t>& p, const double* x, const double* y) {
+      return rc.visit(g, p, x, y);
+    });
+  adv.vector_checks = rc.checks();
+  choose(adv, trials, decl, hyps, rc, declared, s0, d0, m_ref, vectors);
   return adv;
 }
 
