@@ -458,7 +458,7 @@ nlohmann::json result_json(const PairResult& p) {
 
 // The table (one row per tensor pair, each maximum with its own location), the notes and the
 // located failures. Returns whether anything failed.
-bool print_results(const std::vector<PairResult>& results) {
+bool print_results(const std::vector<PairResult>& results, const verify::Advice& advice) {
   std::cout << std::left << std::setw(18) << "tensors" << std::setw(9) << "vectors" << std::setw(9)
             << "checked" << std::setw(8) << "result" << std::setw(14) << "max err [u]"
             << "max err/bound\n";
@@ -495,9 +495,34 @@ bool print_results(const std::vector<PairResult>& results) {
     if (p.summary.failures > shown)
       std::cout << "... " << p.summary.failures - shown << " more failure(s) in " << p.name << "\n";
   }
+  if (!advice.text.empty()) std::cout << "hint: " << advice.text << "\n";
+  if (!advice.skipped.empty()) std::cout << "note: " << advice.skipped << "\n";
   std::cout << (any_fail ? "\nFAIL" : "\nPASS")
             << ": bound = ropecheck::bounds per-pair bound for the declared policy\n";
   return any_fail;
+}
+
+// The hint of a failing run (verify::advise): a declaration or spec mismatch under which every
+// vector of every tensor pair passes, re-checked on all of them.
+verify::Advice advise_run(const Inputs& in, const Resolved& r,
+                          const std::vector<PairResult>& results) {
+  if (std::all_of(results.begin(), results.end(),
+                  [](const PairResult& p) { return p.summary.passed(); }))
+    return {};
+  std::vector<verify::RecordedVectors> run;
+  for (std::size_t i = 0; i < in.pairs.size(); ++i) {
+    const auto& xy = in.pairs[i].second;
+    const verify::PairChecker c(r.policy, r.spec, *dtype_of_elem(xy.first.type));
+    run.push_back(scan::recorded_vectors(results[i], xy.first, xy.second, in.pos, r.tensor_layout,
+                                         c, in.backward[i]));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  verify::Advice a = verify::advise(r.policy, run);
+  // On stderr, as the scan's speed: the cost of the hint next to the run's.
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << "ropecheck check: hint: " << a.candidates << " candidates, " << a.vector_checks
+            << " vector re-checks in " << verify::fmt(s, 3) << " s\n";
+  return a;
 }
 
 // Every pair of the inputs, each scanned with all threads; the oracle is shared by all of them.
@@ -692,7 +717,8 @@ int run_check(const CheckOptions& o) {
                  "given)\n";
   std::cout << "declared policy: " << describe(r.policy) << "\n\n";
   const std::vector<PairResult> results = check_pairs(o, in, r, oracle);
-  const bool any_fail = print_results(results);
+  const verify::Advice advice = advise_run(in, r, results);
+  const bool any_fail = print_results(results, advice);
   std::cout << "oracle: " << o.oracle << ", " << oracle.vectors() << " vector(s), "
             << oracle.fallbacks() << " answered by MPFR\n";
   if (!o.out_dir.empty()) {
@@ -704,6 +730,9 @@ int run_check(const CheckOptions& o) {
     nlohmann::json doc{{"command", "check"}, {"source", in.source}, {"spec", describe(r.spec)},
                        {"dtype", name(*d)},  {"results", jres},     {"oracle", jor},
                        {"passed", !any_fail}};
+    doc["hint"] = advice.text;
+    doc["hint_keys"] = nlohmann::json::object();
+    for (const auto& [k, v] : advice.keys) doc["hint_keys"][k] = v;
     reports::atomic_write(std::filesystem::path(o.out_dir) / "check.json", doc.dump(2) + "\n");
   }
   std::cout.flush();

@@ -35,6 +35,7 @@
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/regimes.hpp"
 #include "ropecheck/reports/report.hpp"
+#include "ropecheck/verify/advise.hpp"
 #include "ropecheck/verify/verify.hpp"
 #include "shard.hpp"
 
@@ -697,6 +698,15 @@ struct Differential {
   std::int64_t call_failures = 0, mismatches = 0;
   std::string first_fail, first_mismatch;  // the first failure of any kind, the first mismatch
   bool nonfinite_output = false;           // a finite input gave a NaN/inf output
+  // Every checked call's vectors (one entry per directed spec and call shape), kept for the hint:
+  // verify::advise re-checks all of them under each candidate (a few MB at most).
+  struct Recorded {
+    RopeSpec spec;
+    std::vector<std::int64_t> pos;
+    std::vector<double> x, got;
+    std::vector<std::int64_t> failing;  // vectors that failed, the first few
+  };
+  std::vector<std::unique_ptr<Recorded>> recorded;
   Differential() { summary.keep = 1; }
   std::int64_t failures() const { return call_failures + summary.failures; }
 };
@@ -706,10 +716,15 @@ void check_outputs(Differential& st, const verify::PairChecker& c, const Directe
                    const unsigned char* res, const TensorArgs& a, const std::string& context) {
   const RopeSpec& spec = c.spec();
   const std::int64_t D = spec.head_dim, NA = spec.n_axes();
-  std::vector<double> y(static_cast<std::size_t>(D));
+  auto rec = std::make_unique<Differential::Recorded>();
+  rec->spec = spec;
+  rec->pos = in.pos;
+  rec->x = in.x;
+  rec->got.resize(in.x.size());
   for (std::int64_t t = 0; t < in.tokens(); ++t)
     for (std::int64_t h = 0; h < kDiffHeads; ++h) {
       const double* xv = &in.x[(t * kDiffHeads + h) * D];
+      double* y = &rec->got[(t * kDiffHeads + h) * D];
       for (std::int64_t j = 0; j < D; ++j)
         y[j] = load(c.dtype(), res, t * a.token_stride + h * a.head_stride + j);
       verify::Location at;
@@ -717,14 +732,32 @@ void check_outputs(Differential& st, const verify::PairChecker& c, const Directe
       at.position.assign(in.pos.begin() + t * NA, in.pos.begin() + (t + 1) * NA);
       at.head = h;
       const auto& ex = in.exact[t * kDiffHeads + h];
-      const verify::VectorCheck v = verify::check_vector(c, at.position, xv, y.data(), ex);
+      const verify::VectorCheck v = verify::check_vector(c, at.position, xv, y, ex);
       // A non-finite output that fails: not a correctly rounded overflow (verify::output_diff).
       for (const auto& p : v.pairs)
         st.nonfinite_output = st.nonfinite_output || (!p.finite && !p.within());
-      verify::add_vector(st.summary, c, v, at, xv, y.data(), ex);
+      verify::add_vector(st.summary, c, v, at, xv, y, ex);
+      if (!v.ok() && rec->failing.size() < 4) rec->failing.push_back(t * kDiffHeads + h);
       if (st.first_fail.empty() && !st.summary.findings.empty())
         st.first_fail = st.summary.findings.front().message() + " " + context;
     }
+  st.recorded.push_back(std::move(rec));
+}
+
+// The hint of a failing differential (verify::advise): a declaration or spec mismatch under which
+// every recorded vector of the configuration passes. Calls that returned an error are no vectors:
+// no hint then (nothing makes such a run pass).
+std::string differential_hint(const Differential& st, const Policy& policy, Dtype d,
+                              bool backward) {
+  if (st.summary.failures == 0 || st.call_failures > 0) return "";
+  std::vector<verify::RecordedVectors> run;
+  for (const auto& r : st.recorded) {
+    const std::int64_t na = r->spec.n_axes();
+    run.push_back(verify::recorded_in_memory(
+        r->spec, d, static_cast<std::int64_t>(r->x.size()) / r->spec.head_dim, kDiffHeads,
+        r->pos.data(), na, r->x.data(), r->got.data(), r->failing, backward));
+  }
+  return verify::advise(policy, run).text;
 }
 
 // One call shape of one spec. Returns false when the plugin is poisoned (the fault is the
@@ -891,6 +924,7 @@ void differential(const plugin::PluginKernel& pk, const Kernel& kernel, ConfigRe
   // directed positions (which jump from 2^24 to 2^31).
   if (st.summary.unconstrained_pairs > 0 && unconstrained >= 0)
     st.summary.min_unconstrained_position = unconstrained;
+  st.summary.hint = differential_hint(st, k.policy(d), d, backward);
   cr.diff = st.summary;
   cr.nonfinite_output = st.nonfinite_output;
   if (!poisoned) cr.differential = differential_cell(st, supported);

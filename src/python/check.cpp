@@ -163,6 +163,12 @@ py::dict check(const py::buffer& x, const py::buffer& y, const std::string& dtyp
     const ref::Oracle oracle(spec);
     const verify::PairChecker checker(policy, spec, d);
     r = scan::scan_pair("x -> y", tx, ty, tp, tensor_layout, checker, oracle, so);
+    // The hint, confirmed on every vector (verify::advise), as `check` gives it.
+    if (!r.summary.passed())
+      r.summary.hint =
+          verify::advise(policy,
+                         {scan::recorded_vectors(r, tx, ty, tp, tensor_layout, checker, false)})
+              .text;
   } catch (const scan::ScanError& e) {
     throw py::value_error(e.what());
   } catch (const tio::FormatError& e) {

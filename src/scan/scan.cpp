@@ -143,6 +143,38 @@ class Chunking {
   std::int64_t tokens_ = 1, heads_ = 1, hsplit_ = 1, per_row_ = 0, count_ = 0;
 };
 
+// Element strides of a chunk as read by read_chunk.
+struct Local {
+  std::int64_t st, sh;
+};
+// One pread per contiguous run: the whole chunk when a token's heads are contiguous and the
+// chunk has them all (td, thd, bthd), else one run per token (heads split) or per head (bhtd:
+// a head's tokens are contiguous).
+Local read_chunk(const tio::TensorRef& x, const tio::TensorRef& y, const Geometry& g,
+                 const Chunk& c, std::vector<unsigned char>& xb, std::vector<unsigned char>& yb) {
+  const std::int64_t nt = c.t1 - c.t0, nh = c.h1 - c.h0, D = g.D;
+  const std::int64_t eb = tio::elem_bytes(x.type);
+  const auto bytes = static_cast<std::size_t>(nt * nh * D * eb);
+  xb.resize(bytes);
+  yb.resize(bytes);
+  auto run = [&](std::int64_t first, std::int64_t count, std::int64_t local) {
+    x.read(first, count, xb.data() + local * eb);
+    y.read(first, count, yb.data() + local * eb);
+  };
+  if (g.sh == D) {  // heads of a token contiguous
+    if (nh == g.H && g.st == g.H * D) {
+      run(g.offset(c.b, c.t0, 0), nt * nh * D, 0);
+    } else {
+      for (std::int64_t t = c.t0; t < c.t1; ++t)
+        run(g.offset(c.b, t, c.h0), nh * D, (t - c.t0) * nh * D);
+    }
+    return {nh * D, D};
+  }
+  for (std::int64_t h = c.h0; h < c.h1; ++h)  // tokens of a head contiguous (g.st == D)
+    run(g.offset(c.b, c.t0, h), nt * D, (h - c.h0) * nt * D);
+  return {D, nt * D};
+}
+
 struct ChunkResult {
   std::int64_t vectors = 0, skipped_nonfinite = 0;
   verify::Summary summary;
@@ -183,7 +215,7 @@ class ChunkChecker {
         negate_(negate) {}
 
   ChunkResult run(const Chunk& c, Scratch& s) const {
-    const Local l = read(c, s);
+    const Local l = read_chunk(x_, y_, g_, c, s.x, s.y);
     pos_.read(c.b, c.t0, c.t1, s.pos, s.pos_bytes);
     const std::int64_t nt = c.t1 - c.t0, D = g_.D, eb = tio::elem_bytes(x_.type);
     s.xv.resize(static_cast<std::size_t>(D));
@@ -225,37 +257,6 @@ class ChunkChecker {
   }
 
  private:
-  // Element strides of the chunk as read into Scratch::x / y.
-  struct Local {
-    std::int64_t st, sh;
-  };
-  // One pread per contiguous run: the whole chunk when a token's heads are contiguous and the
-  // chunk has them all (td, thd, bthd), else one run per token (heads split) or per head (bhtd:
-  // a head's tokens are contiguous).
-  Local read(const Chunk& c, Scratch& s) const {
-    const std::int64_t nt = c.t1 - c.t0, nh = c.h1 - c.h0, D = g_.D;
-    const auto bytes = static_cast<std::size_t>(nt * nh * D * tio::elem_bytes(x_.type));
-    s.x.resize(bytes);
-    s.y.resize(bytes);
-    const std::int64_t eb = tio::elem_bytes(x_.type);
-    auto run = [&](std::int64_t first, std::int64_t count, std::int64_t local) {
-      x_.read(first, count, s.x.data() + local * eb);
-      y_.read(first, count, s.y.data() + local * eb);
-    };
-    if (g_.sh == D) {  // heads of a token contiguous
-      if (nh == g_.H && g_.st == g_.H * D) {
-        run(g_.offset(c.b, c.t0, 0), nt * nh * D, 0);
-      } else {
-        for (std::int64_t t = c.t0; t < c.t1; ++t)
-          run(g_.offset(c.b, t, c.h0), nh * D, (t - c.t0) * nh * D);
-      }
-      return {nh * D, D};
-    }
-    for (std::int64_t h = c.h0; h < c.h1; ++h)  // tokens of a head contiguous (g_.st == D)
-      run(g_.offset(c.b, c.t0, h), nt * D, (h - c.h0) * nt * D);
-    return {D, nt * D};
-  }
-
   const tio::TensorRef& x_;
   const tio::TensorRef& y_;
   const Geometry& g_;
@@ -324,6 +325,81 @@ class Pool {
 };
 
 }  // namespace
+
+verify::RecordedVectors recorded_vectors(const PairResult& result, const tio::TensorRef& x,
+                                         const tio::TensorRef& y, const tio::TensorRef& positions,
+                                         const std::string& tensor_layout,
+                                         const verify::PairChecker& checker, bool backward) {
+  verify::RecordedVectors r;
+  r.spec = checker.spec();
+  r.dtype = checker.dtype();
+  r.backward = backward;
+  r.vectors = result.summary.vectors;
+  const Geometry g = geometry(x.shape, x.name, tensor_layout);
+  const std::int64_t axes_of_spec = r.spec.n_axes();
+  // Decodes one vector at (b, t, h) of a read chunk; false: a non-finite input (not checked).
+  const auto negated = [backward](std::vector<std::int64_t>& p) {
+    if (backward)
+      for (auto& m : p)
+        if (m != std::numeric_limits<std::int64_t>::min()) m = -m;
+  };
+  r.for_each = [&x, &y, &positions, g, axes_of_spec, negated](const verify::VectorVisitor& f) {
+    const PositionIndex pos(positions, g, axes_of_spec);
+    const Chunking chunks(g, 1024);
+    std::vector<unsigned char> xb, yb, pb;
+    std::vector<std::int64_t> ps, at(static_cast<std::size_t>(pos.axes()));
+    std::vector<double> xv(static_cast<std::size_t>(g.D)), yv(xv.size());
+    const std::int64_t eb = tio::elem_bytes(x.type);
+    for (std::int64_t i = 0; i < chunks.size(); ++i) {
+      const Chunk c = chunks[i];
+      const Local l = read_chunk(x, y, g, c, xb, yb);
+      pos.read(c.b, c.t0, c.t1, ps, pb);
+      const std::int64_t nt = c.t1 - c.t0;
+      for (std::int64_t t = c.t0; t < c.t1; ++t) {
+        for (std::int64_t a = 0; a < pos.axes(); ++a) at[a] = ps[a * nt + t - c.t0];
+        negated(at);
+        for (std::int64_t h = c.h0; h < c.h1; ++h) {
+          const std::int64_t off = ((t - c.t0) * l.st + (h - c.h0) * l.sh) * eb;
+          bool finite = true;
+          for (std::int64_t j = 0; j < g.D; ++j) {
+            xv[j] = tio::decode(x.type, xb.data() + off + j * eb);
+            yv[j] = tio::decode(y.type, yb.data() + off + j * eb);
+            finite = finite && std::isfinite(xv[j]);
+          }
+          if (finite && !f(at, xv.data(), yv.data())) return;
+        }
+      }
+    }
+  };
+  std::vector<Chunk> failing;  // one vector each, in finding order, no repeats
+  for (const auto& fd : result.summary.findings) {
+    const Chunk c{std::max<std::int64_t>(0, fd.where.batch), fd.where.token, fd.where.token + 1,
+                  fd.where.head, fd.where.head + 1};
+    if (c.t0 < 0 || c.h0 < 0) continue;
+    if (std::none_of(failing.begin(), failing.end(),
+                     [&](const Chunk& o) { return o.b == c.b && o.t0 == c.t0 && o.h0 == c.h0; }))
+      failing.push_back(c);
+  }
+  r.failing = [&x, &y, &positions, g, axes_of_spec, negated,
+               failing](const verify::VectorVisitor& f) {
+    const PositionIndex pos(positions, g, axes_of_spec);
+    std::vector<unsigned char> xb, yb, pb;
+    std::vector<std::int64_t> ps;
+    std::vector<double> xv(static_cast<std::size_t>(g.D)), yv(xv.size());
+    const std::int64_t eb = tio::elem_bytes(x.type);
+    for (const Chunk& c : failing) {
+      read_chunk(x, y, g, c, xb, yb);
+      pos.read(c.b, c.t0, c.t1, ps, pb);
+      negated(ps);
+      for (std::int64_t j = 0; j < g.D; ++j) {
+        xv[j] = tio::decode(x.type, xb.data() + j * eb);
+        yv[j] = tio::decode(y.type, yb.data() + j * eb);
+      }
+      if (!f(ps, xv.data(), yv.data())) return;
+    }
+  };
+  return r;
+}
 
 PairResult scan_pair(const std::string& label, const tio::TensorRef& x, const tio::TensorRef& y,
                      const tio::TensorRef& positions, const std::string& tensor_layout,

@@ -11,8 +11,6 @@ template <class Exact>
 void add_vector_with(Summary& s, const PairChecker& c, const VectorCheck& v, const Location& at,
                      const double* x, const double* got, const Exact& exact) {
   ++s.vectors;
-  if (s.hint.empty() && s.failures == 0 && !v.ok())  // the first failing vector only
-    s.hint = diagnose(c, at.position, x, got, v, exact);
   for (std::int64_t j : v.passthrough_changed)
     s.add_finding(
         {FindingKind::passthrough_changed, at, explain_passthrough(j, got[j], x[j], c.dtype())});

@@ -148,7 +148,10 @@ def test_hf_bf16_under_the_default_policy_names_the_policy_that_describes_it():
     print(str(r))
     assert not r.passed
     assert "inf" not in f"{r.max_error_u}"
-    assert "declare Policy(table='bf16', arithmetic='bf16')" in str(r), str(r)
+    # The smallest change of the declaration under which every vector passes (verify::advise):
+    # a bf16 table alone already holds here; followed, the check passes.
+    assert "declare Policy(table='bf16')" in str(r), str(r)
+    assert rc.check(q, y, pos[0], SPEC, policy=rc.Policy(table="bf16"), tensor_layout="bhtd").passed
     assert rc.check(q, y, pos[0], SPEC, policy=BF16, tensor_layout="bhtd").passed
 
 

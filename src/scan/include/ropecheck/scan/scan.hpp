@@ -27,6 +27,7 @@
 
 #include "ropecheck/reference/oracle.hpp"
 #include "ropecheck/tensorio/tensorio.hpp"
+#include "ropecheck/verify/advise.hpp"
 #include "ropecheck/verify/verify.hpp"
 
 namespace ropecheck::scan {
@@ -68,7 +69,7 @@ struct PairResult {
   // "" when something was checked, else the coverage failure's sentence.
   std::string coverage() const;
   // "FAIL x -> y token 3 (position 4096), head 1, pair 5 (elements 5, 37): ...", then
-  // "hint (x -> y): ..." when the first failure matches a known cause (verify::diagnose); or
+  // "hint (x -> y): ..." when the front end set summary.hint (verify::advise); or
   // "FAIL coverage: ..." when nothing was checked.
   std::vector<std::string> located() const;
 };
@@ -80,5 +81,14 @@ PairResult scan_pair(const std::string& label, const tensorio::TensorRef& x,
                      const tensorio::TensorRef& y, const tensorio::TensorRef& positions,
                      const std::string& tensor_layout, const verify::PairChecker& checker,
                      const reference::Oracle& oracle, const ScanOptions& options);
+
+// The vectors of one scanned pair, for verify::advise: every vector with a finite input in scan
+// order (read again from the tensors, one thread), and the screen: the vectors of result's
+// findings. x, y and positions must outlive the returned closures; backward as ScanOptions.
+verify::RecordedVectors recorded_vectors(const PairResult& result, const tensorio::TensorRef& x,
+                                         const tensorio::TensorRef& y,
+                                         const tensorio::TensorRef& positions,
+                                         const std::string& tensor_layout,
+                                         const verify::PairChecker& checker, bool backward);
 
 }  // namespace ropecheck::scan

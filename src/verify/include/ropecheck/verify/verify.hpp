@@ -13,6 +13,8 @@
 //   add_vector    one checked vector into a Summary: figures per pair, a located Finding per
 //                 failure (record.cpp)
 //   compare_vector  ULP statistics of one output vector and its pair figure (`eval`; compare.cpp)
+//   advise        the hint of a failing run: a declaration or spec mismatch under which every
+//                 vector of the run passes, re-checked on all of them (advise.hpp, advise.cpp)
 // Adding a front end: build a PairChecker per (policy, spec, dtype) and a reference::Oracle per
 // spec; per position tuple take oracle.at(positions) once, per vector rot.apply(x, exact) and
 // check_vector, feed a Summary. The ExactVector overloads give the same figures, bit for bit, as
@@ -218,7 +220,8 @@ struct Summary {
   bool any = false;               // a pair was recorded (else the maxima and locations are empty)
   std::vector<Finding> findings;  // the first `keep` failures
   std::size_t keep = 10;
-  // A known cause the first failing vector's pattern matches (diagnose()), or empty.
+  // The run's hint (verify::advise, advise.hpp: confirmed on every vector of the run), set by the
+  // front end once the run is over; add_vector never sets it. Empty: none.
   std::string hint;
 
   void add_pair(const PairCheck& p, const Location& at);
@@ -250,19 +253,6 @@ void add_vector(Summary& s, const PairChecker& c, const VectorCheck& v, const Lo
                 const double* x, const double* got, const reference::MpVector& exact);
 void add_vector(Summary& s, const PairChecker& c, const VectorCheck& v, const Location& at,
                 const double* x, const double* got, const reference::ExactVector& exact);
-
-// A known cause that a failing vector's output matches, as one sentence (empty: none matched):
-// the other basic layout's rotation (a pairing bug), the bound of an f16 / bf16 table and
-// arithmetic (an undeclared narrower policy), or changed pass-through dims with every pair right
-// at rotary_dim < head_dim (a kernel written for full rotary). Each is a re-check of the output
-// under that hypothesis (diagnose.cpp); add_vector sets Summary::hint from the first failing
-// vector (positions: its Location's, one per axis).
-std::string diagnose(const PairChecker& c, const std::vector<std::int64_t>& positions,
-                     const double* x, const double* got, const VectorCheck& v,
-                     const reference::ExactVector& exact);
-std::string diagnose(const PairChecker& c, const std::vector<std::int64_t>& positions,
-                     const double* x, const double* got, const VectorCheck& v,
-                     const reference::MpVector& exact);
 
 // ---- error statistics of one output vector (reported, not gated) -------------------------------
 // For `eval`: per-element ULP errors against the exact output (they explode where a component
