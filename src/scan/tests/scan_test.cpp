@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ropecheck/reference/oracle.hpp"
@@ -242,6 +243,73 @@ TEST(Scan, BackwardNegatesEveryPosition) {
     if (!ok.summary.passed()) continue;
     o.backward = false;
     EXPECT_FALSE(scan(back, c.layout, o).summary.passed()) << c.layout;
+  }
+}
+
+// Multi-axis positions (mrope: t, h, w per token), given one per axis and batch row as
+// [A, B, T] (HF's position_ids, axis-major) or shared by the rows as [A, T]: every vector is
+// rotated by its own row's three positions, so a correct dump passes; the same dump with the
+// positions of two rows exchanged on one axis fails.
+TEST(Scan, MultiAxisPositionsAreAxisMajor) {
+  constexpr std::int64_t A = 3, B = 2, T = 4, H = 2, D = 12;
+  ropecheck::RopeSpec spec;
+  spec.head_dim = D;
+  spec.layout = ropecheck::Layout::mrope;
+  spec.sections = {2, 2, 2};
+  spec = spec.normalized();
+  const ref::Oracle oracle(spec);
+  const ropecheck::Policy f64{
+      Dtype::f64, Dtype::f64, Dtype::f64, ropecheck::AngleRecipe::pow_product, false, "test"};
+  const ropecheck::verify::PairChecker pc(f64, spec, Dtype::f32);
+  std::mt19937_64 rng(41);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> x(static_cast<std::size_t>(B * T * H * D));  // bthd
+  for (auto& e : x) e = static_cast<float>(u(rng));
+  for (bool shared : {false, true}) {
+    // pos[(a * B + b) * T + t] (shared: row 0's for every row)
+    std::vector<std::int64_t> pos;
+    for (std::int64_t a = 0; a < A; ++a)
+      for (std::int64_t b = 0; b < (shared ? 1 : B); ++b)
+        for (std::int64_t t = 0; t < T; ++t) pos.push_back(5 + 11 * t + 300 * a + 5000 * b);
+    auto p_of = [&](std::int64_t a, std::int64_t b, std::int64_t t) {
+      return pos[static_cast<std::size_t>((a * (shared ? 1 : B) + (shared ? 0 : b)) * T + t)];
+    };
+    std::vector<double> y(x.size());
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t t = 0; t < T; ++t) {
+        const auto rot = oracle.at({p_of(0, b, t), p_of(1, b, t), p_of(2, b, t)});
+        for (std::int64_t h = 0; h < H; ++h) {
+          const std::size_t off = static_cast<std::size_t>(((b * T + t) * H + h) * D);
+          const auto e = rot.apply(&x[off]);
+          for (std::int64_t j = 0; j < D; ++j)
+            y[off + static_cast<std::size_t>(j)] = ref::round_to(e.mp(j), Dtype::f32);
+        }
+      }
+    const std::vector<std::int64_t> shape = {B, T, H, D};
+    const std::vector<std::int64_t> pshape =
+        shared ? std::vector<std::int64_t>{A, T} : std::vector<std::int64_t>{A, B, T};
+    const tio::Tensor xt = tio::make_tensor("x", tio::ElemType::f32, shape, x);
+    const tio::Tensor yt = tio::make_tensor("y", tio::ElemType::f32, shape, y);
+    auto run = [&](const std::vector<std::int64_t>& p) {
+      const tio::Tensor pt = tio::make_int_tensor("positions", tio::ElemType::i64, pshape, p);
+      auto ref_of = [](const tio::Tensor& t) {
+        return tio::memory_tensor(t.name, t.type, t.shape, t.data.data());
+      };
+      ropecheck::scan::ScanOptions o;
+      o.chunk_vectors = 3, o.threads = 2;
+      return ropecheck::scan::scan_pair("x -> y", ref_of(xt), ref_of(yt), ref_of(pt), "bthd", pc,
+                                        oracle, o);
+    };
+    const auto ok = run(pos);
+    EXPECT_TRUE(ok.summary.passed())
+        << (shared ? "[A, T] " : "[A, B, T] ") << (ok.located().empty() ? "" : ok.located()[0]);
+    EXPECT_EQ(ok.summary.vectors, B * T * H);
+    if (shared) continue;
+    std::vector<std::int64_t> swapped = pos;  // axis 1: rows 0 and 1 exchanged
+    for (std::int64_t t = 0; t < T; ++t)
+      std::swap(swapped[static_cast<std::size_t>((1 * B + 0) * T + t)],
+                swapped[static_cast<std::size_t>((1 * B + 1) * T + t)]);
+    EXPECT_FALSE(run(swapped).summary.passed());
   }
 }
 
