@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace ropecheck::reference {
@@ -142,5 +143,15 @@ class ExactVector {
   bool fast_ = false;                     // hi_/lo_/err_ are valid
   mutable std::unique_ptr<MpVector> mp_;  // the MPFR vector, once computed
 };
+
+// The rounding test of the fast path (oracle.cpp, step 7), one definition used by ExactVector and
+// exposed for the tests of its contract: for a fast value hi + lo with |v - (hi + lo)| <= err,
+// the answer EVERY such v gives, or nullopt (ask MPFR) when some v could give another.
+namespace detail {
+// RN_double(got - v). The sign of a zero difference is not specified.
+std::optional<double> certify_difference(double got, double hi, double lo, double err);
+// round_to(v, d).
+std::optional<double> certify_rounding(double hi, double lo, double err, Dtype d);
+}  // namespace detail
 
 }  // namespace ropecheck::reference
