@@ -6,6 +6,7 @@
 // under test: no reference, no bounds, no spec formulas.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -20,7 +21,17 @@ inline float bf16_round(float v, bool toward_zero = false) {
   if (!toward_zero) u += 0x7fffu + ((u >> 16) & 1u);
   return std::bit_cast<float>(u & 0xffff0000u);
 }
-inline float f16_round(float v) { return static_cast<float>(static_cast<_Float16>(v)); }
+// Nearest-even into f16 (11 significant bits, quantum 2^-24 below 2^-14, inf past 65504 after
+// rounding), written out rather than through _Float16, which clang 14 (the sanitizer build) lacks
+// on x86-64. v / q and r * q are exact: q is a power of two and v a float.
+inline float f16_round(float v) {
+  if (!std::isfinite(v) || v == 0) return v;
+  int e = 0;
+  std::frexp(static_cast<double>(v), &e);  // |v| in [2^(e-1), 2^e)
+  const double q = std::ldexp(1.0, std::max(e - 1, -14) - 10);
+  const double r = std::nearbyint(static_cast<double>(v) / q) * q;
+  return std::fabs(r) > 65504 ? std::copysign(INFINITY, v) : static_cast<float>(r);
+}
 
 enum class Table { f32, f16, bf16 };
 enum class Angle { hf_f32, exact, bf16 };  // HF's f32 recipe, long double, computed in bf16
