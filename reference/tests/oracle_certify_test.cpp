@@ -11,6 +11,7 @@
 // Killed by: toward-zero gap from a power of two taken as the full half-ulp, diff's rounding test
 // against a whole ulp, rounded() without err. Not killed, and equivalent (proof in oracle.cpp at
 // certify_difference): dropping the 2^-53 |rest| or 2^-53 |delta| allowance.
+#include "precision_guard.hpp"
 #include "ropecheck/reference/oracle.hpp"
 
 #include <gtest/gtest.h>
@@ -44,13 +45,6 @@ Big add(const Big& a, const Big& b, int sign = 1) {
 double to_double(const Big& b) { return mpfr_get_d(b.v, MPFR_RNDN); }
 bool is_double(const Big& b) { return mpfr_cmp_d(b.v, to_double(b)) == 0; }
 
-struct PrecisionGuard {
-  unsigned saved = precision_bits();
-  explicit PrecisionGuard(unsigned bits) { set_precision_bits(bits); }
-  ~PrecisionGuard() { set_precision_bits(saved); }
-  PrecisionGuard(const PrecisionGuard&) = delete;
-  PrecisionGuard& operator=(const PrecisionGuard&) = delete;
-};
 double truth_rounded(const Big& v, Dtype d) {  // the MPFR path's rounding, of an exact value
   Mp m;
   mpfr_set(m.backend().data(), v.v, MPFR_RNDN);  // exact: the guard sets >= 2048 bits

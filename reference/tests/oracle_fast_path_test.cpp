@@ -16,6 +16,7 @@
 // other roundings) are below the fast path's own 2^-98.5 at the production precision (>= 160
 // bits; the bound has that much room), so their witnesses use a lower reference precision, which
 // the Oracle's contract covers (it serves "the MPFR path at the current precision").
+#include "precision_guard.hpp"
 #include "ropecheck/reference/oracle.hpp"
 
 #include "ropecheck/reference/double_double.hpp"
@@ -35,14 +36,6 @@ namespace {
 constexpr double kElementError = 0x1.6a09e667f3bcdp-99;  // oracle.cpp: 2^-98.5
 constexpr std::int64_t kMaxAbsPosition = std::int64_t{1} << 62;
 bool beyond_fast_range(std::int64_t m) { return m > kMaxAbsPosition || m < -kMaxAbsPosition; }
-
-struct PrecisionGuard {
-  unsigned saved = precision_bits();
-  explicit PrecisionGuard(unsigned bits) { set_precision_bits(bits); }
-  ~PrecisionGuard() { set_precision_bits(saved); }
-  PrecisionGuard(const PrecisionGuard&) = delete;
-  PrecisionGuard& operator=(const PrecisionGuard&) = delete;
-};
 
 // An mpfr_t at 1024 bits: the construction's arithmetic is exact (or 2^-1000-accurate) whatever the
 // reference precision under test.
