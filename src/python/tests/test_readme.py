@@ -123,3 +123,13 @@ def test_relative_links_resolve():
             elif anchor and (not dest.endswith(".md") or anchor not in anchors(dest)):
                 broken.append(f"{page}:{line}: {target} (no heading #{anchor} in {dest})")
     assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_ci_runs_the_readme_test_command():
+    # .ci/run is CI's entry point and promises to run exactly the README's test command.
+    tests = [text.strip() for _, lang, mark, text in blocks("README.md")
+             if lang == "sh" and "ctest" in text and ".ci/install-deps --tests" in text]
+    assert len(tests) == 1, tests
+    ci = [line for line in read(".ci/run").split("\n")
+          if line and not line.startswith(("#", "set ", "cd "))]
+    assert ci == [tests[0]], (ci, tests[0])
