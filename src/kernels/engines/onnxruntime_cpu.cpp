@@ -13,7 +13,9 @@
 //   onnxruntime/core/mlas/lib/rotary_embedding.cpp @ ced49b0c67d9035c2841973e246a47bfa4b806cd
 //   onnxruntime/core/mlas/lib/platform.cpp (RopeDispatch = MlasRopeDispatchAvx2 on AVX2 CPUs)
 //   onnxruntime/core/mlas/lib/rotary_embedding_kernel_avx2.cpp @
-//   13ad4150d89463de107d3872f5e0734b05ffcfb8
+//   13ad4150d89463de107d3872f5e0734b05ffcfb8 (its dispatch table; the kernel bodies read in two
+//   later stored revisions whose commit the index does not name: one with masked AVX2 remainders,
+//   one with scalar remainder loops; they agree on the vector blocks)
 //     the path this machine runs: x_a, x_b, cos, sin widened to f32 (F16C for f16, exact),
 //     y_a = fmsub(x_a, cos, fl(x_b sin)), y_b = fmadd(x_a, sin, fl(x_b cos)), each stored once
 //     (f16: _mm256_cvtps_ph, round to nearest even). Without AVX2 the scalar fallback rounds both
@@ -48,11 +50,11 @@ inline void unfused_pair(float xa, float xb, float c, float s, float& ya, float&
 
 // Whether pair i of a row of n_pairs is rotated with FMA. Measured with the shipped library (the
 // golden set's README: rotary_dim 2..64 in both layouts, every pair of 42 positions): the half
-// layout fuses every pair (8-wide blocks, then a masked block); the interleaved layout fuses the
-// pairs of its 16-element blocks and the first pair of the remainder, and rounds the products of
-// the later remainder pairs separately: what the 1.30.0 build made of the interleaved tail (the
-// stored source versions disagree on that tail, so the golden set decides). f16 cannot tell: an
-// f16 x f16 product is exact in f32.
+// layout fuses every pair, remainder included; the interleaved layout fuses the pairs of its
+// 16-element blocks and the first pair of the remainder, and rounds the products of the later
+// remainder pairs separately: what the 1.30.0 build made of the interleaved tail (the stored source
+// versions disagree on that tail, so the golden set decides). f16 cannot tell: an f16 x f16 product
+// is exact in f32.
 inline bool avx2_fuses(Layout l, std::int64_t i, std::int64_t n_pairs) {
   if (l != Layout::interleaved) return true;
   const std::int64_t blocked = n_pairs / 8 * 8;
