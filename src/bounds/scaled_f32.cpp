@@ -48,8 +48,10 @@
 //     rho_m = ((1 - s)/f (rho_inv + (3 + [f]) u) + s (rho_inv + u) + es (1 - 1/f)) / q + u.
 //   Band edges: f32 wavelengths may classify a pair into a neighbouring band; the recipe is
 //   continuous there and a misclassified pair has |s^ - edge| <= 2 e_s, so pairs with s within
-//   2 e_s of [0, 1] (or outside) take es = 2 e_s and the max of rho_m (s clamped) and their band's
-//   own error (inv: rho_inv; inv / F: rho_inv + [f] u + u); the others es = e_s.
+//   2 e_s of an edge take es = 2 e_s and the max of rho_m (s clamped) and their band's own error
+//   (inv: rho_inv; inv / F: rho_inv + [f] u + u); the other medium pairs es = e_s. A pair with s
+//   beyond 2 e_s outside [0, 1] is surely classified (its wavelength is further from the f32
+//   threshold, relatively, than 2 high rho_r / (high - low) >= rho_w): only its band's error.
 // Valid while every intermediate is a normal f32 (theta'_i, pow >= 2^-125, base' finite);
 // otherwise no claim.
 #include "scaled_f32.hpp"
@@ -116,6 +118,9 @@ double llama3_rel(const RopeSpec& s, double theta, double rho_inv) {
   const double e_s = (hi * rho_r + u * lo * not_f32(lo)) / (hi - lo) + 3 * u + 2 * u64;
   const double wavelen = 2 * std::numbers::pi / theta;
   const double s_raw = (orig / wavelen - lo) / (hi - lo);
+  const double low_band = rho_inv + not_f32(f) * u + u;
+  if (s_raw >= 1 + 2 * e_s) return rho_inv;  // surely the high band: inv itself
+  if (s_raw <= -2 * e_s) return low_band;    // surely the low band: inv / F
   const bool near_edge = s_raw <= 2 * e_s || s_raw >= 1 - 2 * e_s;
   const double es = near_edge ? 2 * e_s : e_s, sm = std::clamp(s_raw, 0.0, 1.0);
   const double q = (1 - sm) / f + sm;
@@ -124,8 +129,7 @@ double llama3_rel(const RopeSpec& s, double theta, double rho_inv) {
           q +
       u;
   if (!near_edge) return rho_m;
-  const double band = s_raw >= 1 - 2 * e_s ? rho_inv : rho_inv + not_f32(f) * u + u;
-  return std::max(rho_m, band);
+  return std::max(rho_m, s_raw > 0.5 ? rho_inv : low_band);
 }
 
 }  // namespace
