@@ -293,11 +293,22 @@ elseif(CASE STREQUAL "atlas_model")
   if(NOT ms MATCHES "head_dim=128" OR NOT b EQUAL 1000000)
     message(FATAL_ERROR "atlas on the Qwen2 spec: model_spec '${ms}', base ${b}")
   endif()
-  execute_process(COMMAND ${ROPECHECK} report --engines all --hf-config ${HF_DIR}/llama31_8b.json
-                          --samples 8 --quiet --out ${W}/llama
+  # llama3 scaling: hf_eager implements it (src/kernels/engines/hf_eager.cpp).
+  run_ok(${ROPECHECK} report --engines all --hf-config ${HF_DIR}/llama31_8b.json --samples 8
+         --max-position 70000 --quiet --out ${W}/llama)
+  file(READ ${W}/llama/report.json js)
+  string(JSON e0 GET "${js}" atlas rows 0 engine)
+  string(JSON s0 GET "${js}" atlas rows 0 supported)
+  if(NOT e0 STREQUAL "hf_eager" OR NOT s0)
+    message(FATAL_ERROR "llama3-scaled spec: first row ${e0}, supported ${s0}")
+  endif()
+  # M-RoPE with dynamic NTK: HF's Qwen2-VL module raises on it and no other engine has M-RoPE.
+  file(WRITE ${W}/vl_dynamic.json "{\"architectures\": [\"Qwen2VLForConditionalGeneration\"], \"hidden_size\": 3584, \"num_attention_heads\": 28, \"rope_theta\": 1000000.0, \"max_position_embeddings\": 32768, \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 2.0, \"mrope_section\": [16, 24, 24]}}")
+  execute_process(COMMAND ${ROPECHECK} report --engines all --hf-config ${W}/vl_dynamic.json
+                          --samples 8 --quiet --out ${W}/vl
                   RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
   if(NOT rc EQUAL 2 OR NOT err MATCHES "no engine runs this model's spec")
-    message(FATAL_ERROR "llama3-scaled spec: exit ${rc} (expected 2)\n${err}")
+    message(FATAL_ERROR "M-RoPE + dynamic spec: exit ${rc} (expected 2)\n${err}")
   endif()
 elseif(CASE STREQUAL "plugin")
   set(W ${WORK}/plugin)

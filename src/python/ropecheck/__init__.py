@@ -136,7 +136,8 @@ def kernel_policy(name, dtype):
 def apply_kernel(name, x, positions, spec):
     """Kernel `name` (a built-in kernel or an engine recipe such as "hf_eager") applied to x
     ([tokens, heads, head_dim] or [tokens, head_dim], torch or NumPy, f64/f32/f16/bf16) at the
-    integer positions [tokens]: a new tensor of x's kind, dtype and shape."""
+    integer positions [tokens] (or [tokens, n_axes] for a multi-axis spec such as M-RoPE: t, h,
+    w per token): a new tensor of x's kind, dtype and shape."""
     raw, d = _raw(x, "x")
     squeeze = raw.ndim == 2
     if squeeze:
