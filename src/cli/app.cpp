@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "ropecheck/spec.hpp"
+#include "ropecheck/validate/options.hpp"
 
 namespace ropecheck::cli {
 
@@ -34,6 +35,9 @@ int run(int argc, const char* const* argv, const RunOptions& opts) {
     std::cerr << "ropecheck: " << e.what() << "\n(run 'ropecheck --help' for usage)\n";
     return 2;
   } catch (const UsageError& e) {
+    std::cerr << "ropecheck: " << e.what() << "\n";
+    return 2;
+  } catch (const validate::UsageError& e) {  // the same, from the validation module
     std::cerr << "ropecheck: " << e.what() << "\n";
     return 2;
   } catch (const SpecError& e) {

@@ -1,6 +1,7 @@
 // ropecheck::cli — the one place that wires everything: each subcommand turns its options into
 // calls of the modules below it (reference, bounds, kernels, io, plugin, verify, properties,
-// reports) and returns its exit status; nothing here computes a value or judges an output.
+// reports, validate) and returns its exit status; nothing here computes a value or judges an
+// output.
 //
 // Map of this module:
 //   cli.hpp          shared pieces (this file): errors, parsing helpers, --hf-config, RunOptions
@@ -8,16 +9,19 @@
 //   parse.cpp        split / parse_int64 / parse_finite_double, --hf-config, run-time seq_len
 //   cmd_list.cpp     `list`: kernels, policies, dtypes, layouts (+ an HF config's support table)
 //   cmd_eval.cpp     `eval`: exact reference (and a kernel's output) for one spec, as JSON
-//   cmd_check.cpp    `check`: recorded tensors (safetensors / .npy) vs the reference, via verify
-//   cmd_validate.cpp `validate`: a plugin, isolated: directed differential check (via verify) and
-//                    the property suite per configuration
-//   forked_jobs.cpp  `validate --threads`: independent jobs on forked runner processes, results in
-//                    job order
-//   cmd_report.cpp   `report`: the precision report set (reports/), merge of shards
+//   cmd_check.cpp    `check`: recorded tensors (safetensors / .npy) vs the reference, via scan
+//   check_spec.cpp   `check`'s spec keys -> spec, declared policy, fused chain (also --spec of
+//                    `validate`)
+//   cmd_validate.cpp `validate`: options -> plan -> run -> outputs of ropecheck::validate
+//                    (src/validate: the plan, the run on forked runners, verdict, outputs)
+//   cmd_report.cpp   `report`: the precision report set (reports/), merge of shards; --plugin
+//                    loads through ropecheck::validate (plugin_load.hpp)
 //   shard.cpp        gtest-protocol sharding shared by `report` and `validate`
 // A new subcommand: a cmd_<name>.cpp with add_<name>(CLI::App&, int& status), declared below and
-// called from add_all (app.cpp). A new layout, dtype or property needs no change here: names come
-// from spec.hpp (layout_choices, parse_layout), dtype.hpp and the property list.
+// called from add_all (app.cpp); its logic goes in a module below (as src/validate for validate).
+// A new layout, dtype, engine or property needs no change here: names come from spec.hpp
+// (layout_choices, parse_layout), dtype.hpp, the kernel registry and the property list. A new
+// spec key of `check`: check_spec.cpp (warn_unknown_keys' list and the reader).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -31,6 +35,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ropecheck::cli {
@@ -46,6 +51,9 @@ std::vector<std::string> split(const std::string& s, char sep, const std::string
 // Strict integer / finite-double parsing (whole string, no trailing garbage).
 bool parse_int64(const std::string& s, long long& out);
 double parse_finite_double(const std::string& s, const std::string& what);
+// --worker-fds R,W (`validate`, `report`): the two descriptors of a worker that serves already
+// (plugin::serve; the Python module's rc.validate and rc.report).
+std::pair<int, int> parse_worker_fds(const std::string& text);
 
 // After a report set is written (`report`, `report --merge`): prints the failed checks and the
 // verdict line; returns the exit status (0, or 1 when a check failed).

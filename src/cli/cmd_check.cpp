@@ -10,52 +10,13 @@
 //   --input x.npy --output y.npy --positions p.npy --spec spec.json
 //   (--spec: a file or the JSON text itself, '{"layout": "half"}', as `validate --spec`)
 //
-// Spec keys (safetensors __metadata__ strings, or --spec JSON values; --spec wins). Or
-// --hf-config config.json for the RoPE spec (layout ... sections below; if the keys also give a
-// layout, the spec they describe must equal the config's, else exit 2):
-//   layout           interleaved | half | proportional | mrope | imrope | axial   (required)
-//   head_dim         default: the last dimension of x
-//   rotary_dim       default: head_dim rounded down to even
-//   base             default 10000
-//   scale            magnitude scale s, default 1 (the variant's attention factor multiplies it)
-//   sections         mrope/imrope: mrope_section "t,h,w" in pairs (e.g. "16,24,24");
-//                    axial: pairs per axis. Comma-separated integers (a JSON array in --spec).
-//   scaling          none (default) | linear | dynamic | yarn | llama3 | freq_factors | longrope
-//   Scaling parameters (the spec.hpp Scaling fields, same names and defaults; each used only by
-//   the kinds listed):
-//     factor                              linear, dynamic, yarn, llama3        (default 1)
-//     original_max_position_embeddings    yarn, llama3, longrope
-//     max_position_embeddings             dynamic (L0), longrope
-//     seq_len                             dynamic, longrope: the current sequence length;
-//                                         default max(position) + 1 (transformers' run-time
-//                                         length), a smaller one exits 2; also taken with
-//                                         --hf-config when --seq-len is not given
-//     beta_fast, beta_slow                yarn (32, 1)
-//     truncate                            yarn: true (default) | false
-//     mscale, mscale_all_dim              yarn (DeepSeek), default 0 = not given
-//     attention_factor                    yarn, longrope: explicit (default: derived)
-//     low_freq_factor, high_freq_factor   llama3 (1, 4)
-//     short_factor, long_factor           longrope: rotary_dim/2 comma-separated numbers each
-//     freq_factors                        freq_factors (GGUF rope_freqs): rotary_dim/2 numbers
-//   tensor_layout    td | thd | bhtd | bthd (b batch, h heads, t tokens, d head_dim);
-//                    default by rank: 2 -> td, 3 -> thd, 4 -> bhtd (HF's [batch, heads, seq, dim])
-//   angle_precision, table_precision, arithmetic_precision   f64|f32|f16|bf16, default f32
-//   angle_recipe     hf_f32 (default: HF/vLLM inv_freq and f32(m) * inv_freq) | pow_product |
-//                    ladder_f32 (ggml/llama.cpp CPU: f32 theta *= powf(base, -2/dim) per pair) |
-//                    inv_freq_f64 (gemma.cpp: inv_freq in f64 rounded once, angle product) |
-//                    fast_powf_f32 (CUDA -use_fast_math __powf, FlashInfer) |
-//                    fast_powf_ladder_f32 (llama.cpp CUDA: __powf(theta_scale, i))
-//   trig_argument    exact (default) | turns_f32 (CUDA __sinf/__cosf/__sincosf: the argument
-//                    scaled into turns in f32 before the hardware sine)
-//   fused            true | false (default false)
-// The defaults describe the common production recipe (HF rotate_half in f32): declaring a
-// tighter policy than the kernel really has makes honest results fail, a looser one hides bugs.
 // positions: shape [tokens] or [batch, tokens], int64 or int32. Multi-axis layouts (mrope, imrope,
 // axial) also take one position per axis, axis-major as HF's position_ids: [axes, tokens] or
 // [axes, batch, tokens]; a 1-D positions tensor then drives every axis (t = h = w).
 //
-// Files: this one (options, spec keys -> spec and policy, inputs, output) and src/scan (the
-// scan of one tensor pair, shared with the Python module). Speed: one oracle Rotation per token,
+// Files: this one (options, inputs, output), check_spec.cpp (spec keys -> spec, policy and fused
+// chain, shared with `validate --spec`) and src/scan (the scan of one tensor pair, shared with
+// the Python module). Speed: one oracle Rotation per token,
 // shared by its heads (reference/oracle.hpp), chunks of tokens on --threads workers, merged in
 // chunk order so the output is the same for any thread count. Memory: the files are never read
 // whole: headers are validated against the file size (tensorio::open_*), the data is read chunk by
@@ -69,10 +30,10 @@
 #include <iostream>
 #include <limits>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <thread>
 
+#include "check_spec.hpp"
 #include "cli.hpp"
 #include "ropecheck/reference/oracle.hpp"
 #include "ropecheck/reference/reference.hpp"
@@ -99,206 +60,6 @@ struct CheckOptions {
   unsigned threads = 0;               // 0: every hardware thread
   std::int64_t chunk_vectors = 1024;  // a testing knob: results must not depend on it
 };
-
-using Keys = std::map<std::string, std::string>;
-
-// ---- spec keys -> spec and declared policy ------------------------------------------------------
-
-void warn_unknown_keys(const Keys& k) {
-  static const std::set<std::string> known = {
-      "layout", "head_dim", "rotary_dim", "base", "scale", "sections", "scaling", "factor",
-      "original_max_position_embeddings", "max_position_embeddings", "seq_len", "beta_fast",
-      "beta_slow", "truncate", "mscale", "mscale_all_dim", "attention_factor", "low_freq_factor",
-      "high_freq_factor", "short_factor", "long_factor", "freq_factors", "tensor_layout",
-      "angle_precision", "table_precision", "arithmetic_precision", "angle_recipe", "fused",
-      "trig_error", "table_rounding", "output_rounding", "trig_argument",
-      // the fused RoPE + FP8 cache-write chain
-      "fp8_format", "fp8_overflow", "scale_convention", "scale_granularity", "intermediate",
-      "cache_layout", "cache_row_offset"};
-  for (const auto& kv : k)
-    if (!known.count(kv.first))
-      std::cerr << "ropecheck check: note: ignoring unknown spec key '" << kv.first << "'\n";
-}
-
-// The spec keys, each parsed strictly (UsageError naming the key); absent keys keep the default.
-class KeyReader {
- public:
-  explicit KeyReader(const Keys& k) : k_(k) {}
-  const std::string* get(const std::string& key) const {
-    auto it = k_.find(key);
-    return it == k_.end() ? nullptr : &it->second;
-  }
-  std::int64_t get_int(const std::string& key, std::int64_t def) const {
-    const std::string* s = get(key);
-    if (!s) return def;
-    long long v = 0;
-    if (!parse_int64(*s, v)) throw UsageError(key + ": expected an integer, got '" + *s + "'");
-    return static_cast<std::int64_t>(v);
-  }
-  void get_double(const std::string& key, double& out) const {
-    if (const auto* v = get(key)) out = parse_finite_double(*v, key);
-  }
-  void get_bool(const std::string& key, bool& out) const {
-    if (const auto* t = get(key)) {
-      if (*t != "true" && *t != "false") throw UsageError(key + " must be true or false");
-      out = *t == "true";
-    }
-  }
-  std::vector<double> get_list(const std::string& key) const {
-    std::vector<double> v;
-    if (const auto* t = get(key))
-      for (const auto& f : split(*t, ',', key)) v.push_back(parse_finite_double(f, key));
-    return v;
-  }
-  Precision get_precision(const std::string& key) const {
-    const std::string* s = get(key);
-    if (!s) return Dtype::f32;
-    auto d = parse_dtype(*s);
-    if (!d) throw UsageError(key + " must be f64, f32, f16 or bf16 (got '" + *s + "')");
-    return *d;
-  }
-
- private:
-  const Keys& k_;
-};
-
-Scaling scaling_from_keys(const KeyReader& k) {
-  Scaling sc;
-  if (const auto* kind = k.get("scaling")) {
-    const auto kk = parse_scaling_kind(*kind);
-    if (!kk)
-      throw UsageError(
-          "scaling must be none, linear, dynamic, yarn, llama3, freq_factors or longrope (got '" +
-          *kind + "')");
-    sc.kind = *kk;
-  }
-  k.get_double("factor", sc.factor);
-  sc.original_max_position_embeddings = k.get_int("original_max_position_embeddings", 0);
-  sc.max_position_embeddings = k.get_int("max_position_embeddings", 0);
-  sc.seq_len = k.get_int("seq_len", 0);
-  k.get_double("beta_fast", sc.beta_fast);
-  k.get_double("beta_slow", sc.beta_slow);
-  k.get_bool("truncate", sc.truncate);
-  k.get_double("mscale", sc.mscale);
-  k.get_double("mscale_all_dim", sc.mscale_all_dim);
-  if (const auto* t = k.get("attention_factor"))
-    sc.attention_factor = parse_finite_double(*t, "attention_factor");
-  k.get_double("low_freq_factor", sc.low_freq_factor);
-  k.get_double("high_freq_factor", sc.high_freq_factor);
-  sc.short_factor = k.get_list("short_factor");
-  sc.long_factor = k.get_list("long_factor");
-  sc.freq_factors = k.get_list("freq_factors");
-  return sc;
-}
-
-// The spec the keys describe (they give a layout); head_dim defaults to the tensors' last dim.
-RopeSpec spec_from_keys(const KeyReader& k, const std::string& layout, std::int64_t last_dim) {
-  const auto l = parse_layout(layout);
-  if (!l) throw UsageError("layout must be " + layout_choices() + " (got '" + layout + "')");
-  RopeSpec s;
-  s.layout = *l;
-  s.head_dim = k.get_int("head_dim", last_dim);
-  s.rotary_dim = k.get_int("rotary_dim", 0);
-  k.get_double("base", s.base);
-  k.get_double("scale", s.scale);
-  if (const auto* t = k.get("sections"))
-    for (const auto& f : split(*t, ',', "sections")) {
-      long long v = 0;
-      if (!parse_int64(f, v)) throw UsageError("sections: expected integers, got '" + f + "'");
-      s.sections.push_back(v);
-    }
-  s.scaling = scaling_from_keys(k);
-  return s.normalized();  // SpecError -> exit 2
-}
-
-Policy policy_from_keys(const KeyReader& k) {
-  Policy p;
-  p.angle = k.get_precision("angle_precision");
-  p.table = k.get_precision("table_precision");
-  p.arithmetic = k.get_precision("arithmetic_precision");
-  p.recipe = AngleRecipe::hf_f32;
-  if (const auto* rc = k.get("angle_recipe")) {
-    const auto recipe = parse_angle_recipe(*rc);
-    if (!recipe)
-      throw UsageError(
-          "angle_recipe must be hf_f32, pow_product, ladder_f32, inv_freq_f64, fast_powf_f32 or "
-          "fast_powf_ladder_f32 (got '" +
-          *rc + "')");
-    p.recipe = *recipe;
-  }
-  k.get_bool("fused", p.fused);
-  k.get_double("trig_error", p.trig_error);
-  if (!(p.trig_error >= 0))
-    throw UsageError("trig_error must be >= 0 (units of the angle precision's unit roundoff)");
-  for (const auto& [key, field] : {std::pair{"table_rounding", &Policy::table_rounding},
-                                   std::pair{"output_rounding", &Policy::output_rounding}})
-    if (const auto* v = k.get(key)) {
-      const auto r = parse_rounding(*v);
-      if (!r)
-        throw UsageError(std::string(key) + " must be nearest_even or toward_zero (got '" + *v +
-                         "')");
-      p.*field = *r;
-    }
-  if (const auto* v = k.get("trig_argument")) {
-    const auto t = parse_trig_argument(*v);
-    if (!t) throw UsageError("trig_argument must be exact or turns_f32 (got '" + *v + "')");
-    p.trig_argument = *t;
-  }
-  return p;
-}
-
-struct Resolved {
-  RopeSpec spec;
-  Policy policy;
-  std::string tensor_layout;
-  std::string seq_len_from;             // where an explicit seq_len came from; empty: none given
-  bool seq_len_from_positions = false;  // none given: max(position) + 1 (runtime_seq_len)
-};
-
-// seq_len (dynamic, longrope) may come from the keys or --seq-len; given by one only, it is the
-// spec's (also when the keys give no layout); given by both, it must agree. Keys that give a
-// layout must describe the config's spec.
-void merge_hf_config(Resolved& r, RopeSpec h, bool keys_give_layout, std::int64_t keys_seq_len,
-                     const std::string& keys_seq_len_from) {
-  if (h.scaling.seq_len != 0 && keys_seq_len == 0) r.seq_len_from = "--seq-len";
-  if (h.scaling.seq_len == 0) h.scaling.seq_len = keys_seq_len;
-  if (!keys_give_layout) {
-    if (h.scaling.seq_len != keys_seq_len && keys_seq_len != 0)
-      throw UsageError("seq_len " + std::to_string(keys_seq_len) + " from " + keys_seq_len_from +
-                       " contradicts --seq-len " + std::to_string(h.scaling.seq_len));
-    r.spec = h.normalized();  // a seq_len from the keys is validated too
-    return;
-  }
-  if (r.spec.scaling.seq_len == 0) r.spec.scaling.seq_len = h.scaling.seq_len;
-  if (!(r.spec == h))
-    throw UsageError("the spec keys describe " + describe(r.spec) + " but --hf-config gives " +
-                     describe(h));
-}
-
-// keys_seq_len_from: how messages name the keys' seq_len (its file).
-Resolved resolve(const Keys& keys, std::int64_t last_dim, std::size_t rank,
-                 const std::optional<RopeSpec>& hf = std::nullopt,
-                 const std::string& keys_seq_len_from = "the spec keys") {
-  warn_unknown_keys(keys);
-  const KeyReader k(keys);
-  Resolved r;
-  const std::string* lay = k.get("layout");
-  if (!lay && !hf)
-    throw UsageError("spec key 'layout' missing (" + layout_choices() +
-                     "): set it in __metadata__ or --spec, or give --hf-config");
-  if (lay) r.spec = spec_from_keys(k, *lay, last_dim);
-  const std::int64_t keys_seq_len = k.get_int("seq_len", 0);
-  if (keys_seq_len != 0) r.seq_len_from = keys_seq_len_from;
-  if (hf) merge_hf_config(r, *hf, lay != nullptr, keys_seq_len, keys_seq_len_from);
-  if (r.spec.head_dim != last_dim)
-    throw UsageError("head_dim " + std::to_string(r.spec.head_dim) +
-                     " does not match the last dimension of the tensors (" +
-                     std::to_string(last_dim) + ")");
-  r.policy = policy_from_keys(k);
-  const std::string* tl = k.get("tensor_layout");
-  r.tensor_layout = tl ? *tl : rank == 2 ? "td" : rank == 3 ? "thd" : "bhtd";
-  return r;
-}
 
 // ---- tensors ----------------------------------------------------------------------------------
 
@@ -395,24 +156,6 @@ Inputs read_inputs(const CheckOptions& o) {
                        "positions.npy --spec spec.json");
     throw UsageError(e.what());
   }
-}
-
-// Dynamic NTK and LongRoPE: seq_len = max(position) + 1 over every element of the positions
-// tensor (all tokens, batch rows and axes) unless one is given, which must not be smaller.
-RopeSpec runtime_seq_len(const RopeSpec& spec, const tio::TensorRef& pos,
-                         const std::string& seq_len_from) {
-  if ((pos.type != tio::ElemType::i64 && pos.type != tio::ElemType::i32) || pos.numel() == 0)
-    return spec;  // refused (type) or nothing to check (no tokens) further on
-  const std::int64_t n = pos.numel(), eb = tio::elem_bytes(pos.type);
-  const std::int64_t block = std::int64_t{1} << 16;
-  std::vector<unsigned char> bytes(static_cast<std::size_t>(std::min(n, block) * eb));
-  std::int64_t m = std::numeric_limits<std::int64_t>::min();
-  for (std::int64_t i = 0; i < n; i += block) {
-    const std::int64_t k = std::min(block, n - i);
-    pos.read(i, k, bytes.data());
-    for (std::int64_t j = 0; j < k; ++j) m = std::max(m, tio::decode_int(pos.type, &bytes[j * eb]));
-  }
-  return with_runtime_seq_len(spec, m, seq_len_from.empty() ? "--seq-len" : seq_len_from);
 }
 
 // The spec and policy of the inputs: __metadata__, overridden by --spec, and/or --hf-config.
@@ -557,52 +300,6 @@ std::vector<PairResult> check_pairs(const CheckOptions& o, const Inputs& in, con
 
 // ---- fused RoPE + FP8 quantization + cache write (scan/fused.hpp) ------------------------------
 
-// The declared chain from the keys (fused.hpp); a missing or unknown value is a usage error.
-scan::FusedChain fused_chain(const Keys& k) {
-  const auto get = [&](const char* key, const char* def) -> std::string {
-    const auto it = k.find(key);
-    if (it != k.end()) return it->second;
-    if (def) return def;
-    throw UsageError(std::string("a fused cache dump must declare '") + key + "'");
-  };
-  scan::FusedChain c;
-  const auto fmt = parse_fp8_format(get("fp8_format", nullptr));
-  if (!fmt) throw UsageError("fp8_format must be e4m3fn, e4m3fnuz or e5m2");
-  c.format = *fmt;
-  const auto ov = parse_fp8_overflow(get("fp8_overflow", "saturate"));
-  if (!ov || (*ov == Fp8Overflow::inf && c.format != Fp8Format::e5m2))
-    throw UsageError("fp8_overflow must be saturate or nan (inf: e5m2 only)");
-  c.overflow = *ov;
-  const std::string conv = get("scale_convention", nullptr);
-  if (conv != "multiply" && conv != "divide")
-    throw UsageError("scale_convention must be multiply or divide");
-  c.divide = conv == "divide";
-  const std::string g = get("scale_granularity", nullptr);
-  if (g == "per_tensor")
-    c.granularity = scan::ScaleGranularity::tensor;
-  else if (g == "per_head")
-    c.granularity = scan::ScaleGranularity::head;
-  else if (g == "per_token_head")
-    c.granularity = scan::ScaleGranularity::token_head;
-  else
-    throw UsageError("scale_granularity must be per_tensor, per_head or per_token_head");
-  const std::string im = get("intermediate", "none");
-  if (im != "none") {
-    const auto d = parse_dtype(im);
-    if (!d || *d == Dtype::f64) throw UsageError("intermediate must be none, f32, f16 or bf16");
-    c.intermediate = *d;
-  }
-  const std::string lay = get("cache_layout", "shd");
-  if (lay != "shd" && lay != "sd") throw UsageError("cache_layout must be shd or sd");
-  c.one_head_rows = lay == "sd";
-  try {
-    c.row_offset = std::stoll(get("cache_row_offset", "0"));
-  } catch (const std::exception&) {
-    throw UsageError("cache_row_offset must be an integer");
-  }
-  return c;
-}
-
 int run_fused(const CheckOptions& o, const tio::TensorFileRef& f) {
   Keys keys = f.metadata;
   if (!o.spec.empty())
@@ -740,59 +437,6 @@ int run_check(const CheckOptions& o) {
 }
 
 }  // namespace
-
-Keys parse_spec_json(std::string_view text, const std::string& what) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    // parse_error, and out_of_range for numbers beyond double (1e400).
-    throw UsageError(what + ": malformed JSON: " + e.what());
-  }
-  if (!j.is_object()) throw UsageError(what + ": expected a JSON object");
-  Keys k;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const auto& v = it.value();
-    if (v.is_string())
-      k[it.key()] = v.get<std::string>();
-    else if (v.is_boolean())
-      k[it.key()] = v.get<bool>() ? "true" : "false";
-    else if (v.is_number_unsigned())
-      k[it.key()] = std::to_string(v.get<std::uint64_t>());
-    else if (v.is_number_integer())
-      k[it.key()] = std::to_string(v.get<std::int64_t>());
-    else if (v.is_number())
-      k[it.key()] = v.dump();  // shortest round-trip text of the double
-    else if (v.is_array() && !v.empty() &&
-             std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_number(); })) {
-      // sections, short_factor, long_factor, freq_factors: the comma-separated string form.
-      std::string t;
-      for (const auto& e : v) t += (t.empty() ? "" : ",") + e.dump();
-      k[it.key()] = t;
-    } else
-      throw UsageError(what + ": key '" + it.key() +
-                       "' must be a string, number or array of numbers");
-  }
-  return k;
-}
-
-std::string spec_arg_name(const std::string& arg) {
-  return !arg.empty() && arg.front() == '{' ? "--spec" : "--spec '" + arg + "'";
-}
-
-Keys read_spec_arg(const std::string& arg) {
-  if (!arg.empty() && arg.front() == '{') return parse_spec_json(arg, spec_arg_name(arg));
-  std::ifstream f(arg, std::ios::binary);
-  if (!f) throw UsageError("--spec: cannot read '" + arg + "' (give a file or JSON text)");
-  std::ostringstream text;
-  text << f.rdbuf();
-  return parse_spec_json(text.str(), spec_arg_name(arg));
-}
-
-RopeSpec resolve_check_spec(const Keys& keys, std::int64_t last_dim, std::size_t rank) {
-  // (the fuzz target's entry: spec keys only, no --hf-config)
-  return resolve(keys, last_dim, rank).spec;
-}
 
 void add_check(CLI::App& app, int& status) {
   auto o = std::make_shared<CheckOptions>();

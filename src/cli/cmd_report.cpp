@@ -8,14 +8,15 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "cli.hpp"
-#include "plugin_load.hpp"
 #include "ropecheck/fp8.hpp"
 #include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/kernels/simd_info.hpp"
 #include "ropecheck/reports/report.hpp"
+#include "ropecheck/validate/plugin_load.hpp"
 #include "shard.hpp"
 
 namespace ropecheck::cli {
@@ -308,9 +309,11 @@ int report_plugin(const ReportArgs& a) {
     throw UsageError("--worker-memory: at most 2^30 MiB (0: no limit)");
   reports::Options o = parse_options(with_axes(a, kAxes, true));
   const nlohmann::json baseline = read_baseline(a);
-  const auto pk = load_plugin(a.plugin.empty() ? "worker:" + a.worker_fds : a.plugin, a.worker_fds,
-                              a.timeout, a.worker_memory << 20);
-  const std::vector<std::string> notes = restrict_to_domain(o, *pk, !a.head_dims.empty());
+  const auto pk = validate::load_plugin(
+      a.plugin.empty() ? "worker:" + a.worker_fds : a.plugin,
+      a.worker_fds.empty() ? std::nullopt : std::optional(parse_worker_fds(a.worker_fds)),
+      a.timeout, a.worker_memory << 20);
+  const std::vector<std::string> notes = validate::restrict_to_domain(o, *pk, !a.head_dims.empty());
   try {
     reports::validate(o);
   } catch (const reports::OptionsError& e) {
@@ -322,7 +325,7 @@ int report_plugin(const ReportArgs& a) {
     reports::Options x = o;
     x.stop = stop;
     nlohmann::json doc = reports::run(x, {pk.get()}, progress);
-    doc["domain"] = {{"declared", describe_domain(pk->domain())}, {"outside", notes}};
+    doc["domain"] = {{"declared", validate::describe_domain(pk->domain())}, {"outside", notes}};
     if (pk->poisoned()) {
       // A fault during the sweep: the figures after it are the poisoned kernel's errors, so the
       // report must fail, whatever the bounds say.

@@ -26,6 +26,15 @@ std::vector<std::string> split(const std::string& s, char sep, const std::string
   return out;
 }
 
+std::pair<int, int> parse_worker_fds(const std::string& text) {
+  const auto parts = split(text, ',', "--worker-fds");
+  long long r = -1, w = -1;
+  if (parts.size() != 2 || !parse_int64(parts[0], r) || !parse_int64(parts[1], w) || r < 0 ||
+      w < 0 || r > 65535 || w > 65535)
+    throw UsageError("--worker-fds: expected R,W (two file descriptors), got '" + text + "'");
+  return {static_cast<int>(r), static_cast<int>(w)};
+}
+
 bool parse_int64(const std::string& s, long long& out) {
   if (s.empty()) return false;
   errno = 0;

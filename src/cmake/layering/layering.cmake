@@ -9,9 +9,13 @@
 #   verify                                 core, reference, bounds
 #   scan                                   core, reference, bounds, verify, io
 #   properties, reports                    core, reference, bounds, verify
+#   validate                               core, reference, bounds, plugin, verify, properties,
+#                                          reports (a plugin's validation, below the CLI)
 #   cli                                    everything
-#   python                                 everything but properties, reports and cli (the
-#                                          extension is a shared object: RapidCheck is not PIC)
+#   python                                 everything but properties, reports, validate and cli
+#                                          (the extension is a shared object: RapidCheck, which
+#                                          properties and so validate link, is not PIC;
+#                                          rc.validate runs the `ropecheck validate` executable)
 # A module's files are its library sources and headers; tests/, bench/, examples/ and fuzz/ sit on
 # top (they may use anything) and are not checked. Includes are resolved to the module whose
 # include directory holds the header (or to the including file's own module for local headers).
@@ -20,7 +24,8 @@
 # tests can show that the check fails on them.
 cmake_minimum_required(VERSION 3.25)
 
-set(_modules core reference bounds kernels io plugin verify scan properties reports cli python)
+set(_modules core reference bounds kernels io plugin verify scan properties reports validate cli
+    python)
 set(_dirs_core src/core)
 set(_dirs_reference reference)
 set(_dirs_bounds src/bounds)
@@ -31,6 +36,7 @@ set(_dirs_verify src/verify)
 set(_dirs_scan src/scan)
 set(_dirs_properties properties)
 set(_dirs_reports reports)
+set(_dirs_validate src/validate)
 set(_dirs_cli src/cli)
 set(_dirs_python src/python)
 set(_allow_core "")
@@ -43,6 +49,7 @@ set(_allow_verify core reference bounds)
 set(_allow_scan core reference bounds verify io)
 set(_allow_properties core reference bounds verify)
 set(_allow_reports core reference bounds verify)
+set(_allow_validate core reference bounds plugin verify properties reports)
 set(_allow_cli ${_modules})
 set(_allow_python core reference bounds kernels io plugin verify scan)
 # CMake targets of each module (aliases as written in target_link_libraries).
@@ -56,6 +63,7 @@ set(_targets_verify ropecheck::verify ropecheck_verify)
 set(_targets_scan ropecheck::scan ropecheck_scan)
 set(_targets_properties ropecheck::properties ropecheck_properties)
 set(_targets_reports ropecheck::reports ropecheck_reports)
+set(_targets_validate ropecheck::validate ropecheck_validate)
 set(_targets_cli ropecheck_cli ropecheck)
 set(_targets_python ropecheck_python _ropecheck)
 

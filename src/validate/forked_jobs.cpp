@@ -4,7 +4,7 @@
 // runner -> parent  [u8 kind][u64 length][text], kind 0 = result, 1 = error, 2 = usage error.
 #include "forked_jobs.hpp"
 
-#include "cli.hpp"
+#include "ropecheck/validate/options.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -20,7 +20,7 @@
 #include <iostream>
 #include <stdexcept>
 
-namespace ropecheck::cli {
+namespace ropecheck::validate {
 
 namespace {
 
@@ -229,4 +229,4 @@ std::vector<std::optional<std::string>> run_forked_jobs(int n, int processes,
   return results;
 }
 
-}  // namespace ropecheck::cli
+}  // namespace ropecheck::validate

@@ -1,4 +1,4 @@
-// Independent jobs on several processes, results in job order: `validate --threads N`.
+// Independent jobs on several processes, results in job order: `validate --threads N` (run.cpp).
 //
 // Why forked processes and not std::thread (or a thread pool library): the jobs are property
 // checks, and the property engine is not thread-safe here. Debian's RapidCheck keeps its
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace ropecheck::cli {
+namespace ropecheck::validate {
 
 struct ForkedJobs {
   // Computes job i, in a runner process (or in this one when there is one runner). The text is
@@ -39,4 +39,4 @@ struct ForkedJobs {
 std::vector<std::optional<std::string>> run_forked_jobs(int n, int processes,
                                                         const ForkedJobs& jobs);
 
-}  // namespace ropecheck::cli
+}  // namespace ropecheck::validate

@@ -1,27 +1,18 @@
 // Loading a plugin and fitting a report's sweep to its declared domain (plugin_load.hpp).
-#include "plugin_load.hpp"
+#include "ropecheck/validate/plugin_load.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <sstream>
 
-#include "cli.hpp"
 #include "ropecheck/reference/reference.hpp"
+#include "ropecheck/validate/options.hpp"
 #include "ropecheck/verify/verify.hpp"
 
-namespace ropecheck::cli {
+namespace ropecheck::validate {
 
 namespace ref = ropecheck::reference;
-
-std::pair<int, int> parse_worker_fds(const std::string& text) {
-  const auto parts = split(text, ',', "--worker-fds");
-  long long r = -1, w = -1;
-  if (parts.size() != 2 || !parse_int64(parts[0], r) || !parse_int64(parts[1], w) || r < 0 ||
-      w < 0 || r > 65535 || w > 65535)
-    throw UsageError("--worker-fds: expected R,W (two file descriptors), got '" + text + "'");
-  return {static_cast<int>(r), static_cast<int>(w)};
-}
 
 std::string resolve_plugin_path(const std::string& path) {
   namespace fs = std::filesystem;
@@ -39,17 +30,16 @@ std::string resolve_plugin_path(const std::string& path) {
   return abs.string();
 }
 
-std::unique_ptr<plugin::PluginKernel> load_plugin(const std::string& path,
-                                                  const std::string& worker_fds, double timeout,
-                                                  std::uint64_t memory_limit) {
+std::unique_ptr<plugin::PluginKernel> load_plugin(
+    const std::string& path, const std::optional<std::pair<int, int>>& worker_fds, double timeout,
+    std::uint64_t memory_limit) {
   plugin::Options po;
   po.timeout_s = timeout;
   po.memory_limit = memory_limit;
   std::unique_ptr<plugin::PluginKernel> pk;
   try {
-    if (!worker_fds.empty()) {
-      const auto [r, w] = parse_worker_fds(worker_fds);
-      pk = plugin::PluginKernel::attach(r, w, path, po);
+    if (worker_fds) {
+      pk = plugin::PluginKernel::attach(worker_fds->first, worker_fds->second, path, po);
     } else {
       pk = plugin::PluginKernel::load(resolve_plugin_path(path), po);
     }
@@ -69,7 +59,6 @@ std::unique_ptr<plugin::PluginKernel> load_plugin(const std::string& path,
   return pk;
 }
 
-// The declared domain in one line, as the properties read it.
 std::string describe_domain(const Domain& d) {
   std::ostringstream o;
   o << "head_dim ";
@@ -167,4 +156,4 @@ std::vector<std::string> restrict_to_domain(reports::Options& o, const Kernel& k
   return notes;
 }
 
-}  // namespace ropecheck::cli
+}  // namespace ropecheck::validate

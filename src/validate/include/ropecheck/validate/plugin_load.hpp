@@ -1,7 +1,7 @@
 // Loading a plugin for `validate` and `report --plugin` (one path for both): from a shared object,
-// or attached to a worker that already serves (--worker-fds, the Python module's rc.validate and
-// rc.report), with correctly rounded inv_freq tables for plugins that take one; and what of a
-// report's sweep lies inside the plugin's declared domain.
+// or attached to a worker that already serves (the Python module's rc.validate and rc.report),
+// with correctly rounded inv_freq tables for plugins that take one; and what of a report's sweep
+// lies inside the plugin's declared domain.
 #pragma once
 
 #include "ropecheck/plugin/host.hpp"
@@ -9,14 +9,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace ropecheck::cli {
-
-// --worker-fds R,W: the two descriptors of a worker that serves already (plugin::serve).
-std::pair<int, int> parse_worker_fds(const std::string& text);
+namespace ropecheck::validate {
 
 // A plugin path is a file path: resolved against the working directory (absolute, lexically
 // normalized) before dlopen, which would otherwise search the library path for a bare name
@@ -24,11 +22,12 @@ std::pair<int, int> parse_worker_fds(const std::string& text);
 // naming the absolute path when no such file exists.
 std::string resolve_plugin_path(const std::string& path);
 
-// UsageError (exit 2) when the plugin cannot be used. memory_limit: bytes the worker may add
-// (plugin::Options::memory_limit; 0: none).
-std::unique_ptr<plugin::PluginKernel> load_plugin(const std::string& path,
-                                                  const std::string& worker_fds, double timeout,
-                                                  std::uint64_t memory_limit);
+// UsageError (exit 2) when the plugin cannot be used. worker_fds: the two descriptors (R, W) of a
+// worker that serves already (plugin::serve); path then only names it. memory_limit: bytes the
+// worker may add (plugin::Options::memory_limit; 0: none).
+std::unique_ptr<plugin::PluginKernel> load_plugin(
+    const std::string& path, const std::optional<std::pair<int, int>>& worker_fds, double timeout,
+    std::uint64_t memory_limit);
 
 // The declared domain in one line, as the properties read it.
 std::string describe_domain(const Domain& d);
@@ -40,4 +39,4 @@ std::string describe_domain(const Domain& d);
 std::vector<std::string> restrict_to_domain(reports::Options& o, const Kernel& k,
                                             bool head_dims_given);
 
-}  // namespace ropecheck::cli
+}  // namespace ropecheck::validate
