@@ -7,7 +7,7 @@
 //   pick, coin, ...       RapidCheck draws (every random choice goes through pick)
 //   finite_vector, ...    values of a dtype: typical, one scale, full range, bit patterns, awkward
 //   Context               what one check() draws from: the declared domain and its probe, the
-//                         variant options, the shrink budget. Built per check (impl.hpp
+//                         variant options, the shrink budget. Built per check (check.hpp
 //                         check_dtype) and passed explicitly: no hidden per-thread state.
 //   position, shift_within, counts
 //                         positions and call shapes inside the declared domain
@@ -229,7 +229,7 @@ struct ShrinkBudget {
 };
 
 // The kernel's declared domain as the generators see it: Kernel::domain() and a probe of
-// supports() (impl.hpp probe_domain). Every generated case lies inside it; see
+// supports() (domain.hpp probe_domain). Every generated case lies inside it; see
 // properties/README.md "Domains and coverage".
 struct DomainContext {
   Domain declared;
@@ -240,7 +240,7 @@ struct DomainContext {
   std::vector<RopeSpec> full, partial, both_layouts, multi_axis;
   // With variants: per scaling kind (index = the kind), the full-rotary 1-D shapes supports()
   // accepts with that kind's example_scaling: a kernel that takes a kind at one head dim only
-  // still has it drawn (impl.hpp usable()).
+  // still has it drawn (common.hpp usable()).
   std::vector<std::vector<RopeSpec>> scaled;
 };
 

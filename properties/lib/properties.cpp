@@ -1,8 +1,10 @@
-// Property registry, dtype dispatch and the RapidCheck driver that turns a property body into a
-// Verdict (so that mutants and plugins can be judged programmatically).
+// The property list, names and kinds (read from the table, row.hpp / table.hpp), dtype dispatch,
+// backward_view, and the RapidCheck driver that turns a property's generator into a Verdict (so
+// that mutants and plugins can be judged programmatically).
 #include "ropecheck/properties.hpp"
 
 #include "gen.hpp"
+#include "row.hpp"
 
 #include <rapidcheck.h>
 
@@ -13,59 +15,32 @@
 
 namespace ropecheck::properties {
 
+namespace {
+// The dtype-free columns of the table (row.hpp): the same in every dtype's instance.
+const detail::Table& rows() { return detail::table<Dtype::f64>(); }
+const detail::Row* row(Property p) {
+  const auto i = detail::index(p);
+  return i < rows().size() ? &rows()[i] : nullptr;
+}
+}  // namespace
+
 const std::vector<Property>& all_properties() {
-  static const std::vector<Property> v = {Property::PreservesNorm,
-                                          Property::ZeroPositionIsIdentity,
-                                          Property::ComposesAdditively,
-                                          Property::LayoutsArePermutations,
-                                          Property::ScoresDependOnlyOnOffset,
-                                          Property::MatchesReferenceWithinBound,
-                                          Property::PassThroughIsExact,
-                                          Property::InputUntouched,
-                                          Property::InPlaceEqualsOutOfPlace,
-                                          Property::TokensAreIndependent,
-                                          Property::InverseUndoes,
-                                          Property::ComposesAdditivelyPerAxis,
-                                          Property::ScoresDependOnlyOnAxisOffsets,
-                                          Property::EqualAxesReduceToOneDimensional,
-                                          Property::BackwardMatchesReferenceWithinBound,
-                                          Property::BackwardIsAdjoint,
-                                          Property::BackwardUndoesForward,
-                                          Property::BackwardZeroPositionIsIdentity,
-                                          Property::BackwardComposesAdditively,
-                                          Property::BackwardPassThroughIsExact,
-                                          Property::BackwardInputUntouched,
-                                          Property::BackwardInPlaceEqualsOutOfPlace,
-                                          Property::BackwardTokensAreIndependent,
-                                          Property::BackwardComposesAdditivelyPerAxis};
+  static const std::vector<Property> v = [] {
+    std::vector<Property> r;
+    for (const detail::Row& x : rows()) r.push_back(x.id);
+    return r;
+  }();
   return v;
 }
 
 bool is_backward_property(Property p) {
-  return static_cast<int>(p) >= static_cast<int>(Property::BackwardMatchesReferenceWithinBound);
+  const detail::Row* r = row(p);
+  return r && r->family == detail::Family::backward;
 }
 
 std::optional<Property> forward_counterpart(Property p) {
-  switch (p) {
-    case Property::BackwardMatchesReferenceWithinBound:
-      return Property::MatchesReferenceWithinBound;
-    case Property::BackwardZeroPositionIsIdentity:
-      return Property::ZeroPositionIsIdentity;
-    case Property::BackwardComposesAdditively:
-      return Property::ComposesAdditively;
-    case Property::BackwardPassThroughIsExact:
-      return Property::PassThroughIsExact;
-    case Property::BackwardInputUntouched:
-      return Property::InputUntouched;
-    case Property::BackwardInPlaceEqualsOutOfPlace:
-      return Property::InPlaceEqualsOutOfPlace;
-    case Property::BackwardTokensAreIndependent:
-      return Property::TokensAreIndependent;
-    case Property::BackwardComposesAdditivelyPerAxis:
-      return Property::ComposesAdditivelyPerAxis;
-    default:
-      return std::nullopt;
-  }
+  const detail::Row* r = row(p);
+  return r ? r->forward : std::nullopt;
 }
 
 namespace {
@@ -104,63 +79,15 @@ class BackwardView final : public Kernel {
 std::unique_ptr<Kernel> backward_view(const Kernel& k) { return std::make_unique<BackwardView>(k); }
 
 bool is_multi_axis_property(Property p) {
-  return p == Property::ComposesAdditivelyPerAxis || p == Property::ScoresDependOnlyOnAxisOffsets ||
-         p == Property::EqualAxesReduceToOneDimensional ||
-         p == Property::BackwardComposesAdditivelyPerAxis;
+  const detail::Row* r = row(p);
+  if (!r) return false;
+  if (r->forward) return is_multi_axis_property(*r->forward);  // its forward's needs, on the view
+  return r->needs == detail::Needs::multi_axis || r->needs == detail::Needs::mrope_and_half;
 }
 
 const char* name(Property p) {
-  switch (p) {
-    case Property::PreservesNorm:
-      return "PreservesNorm";
-    case Property::ZeroPositionIsIdentity:
-      return "ZeroPositionIsIdentity";
-    case Property::ComposesAdditively:
-      return "ComposesAdditively";
-    case Property::LayoutsArePermutations:
-      return "LayoutsArePermutations";
-    case Property::ScoresDependOnlyOnOffset:
-      return "ScoresDependOnlyOnOffset";
-    case Property::MatchesReferenceWithinBound:
-      return "MatchesReferenceWithinBound";
-    case Property::PassThroughIsExact:
-      return "PassThroughIsExact";
-    case Property::InputUntouched:
-      return "InputUntouched";
-    case Property::InPlaceEqualsOutOfPlace:
-      return "InPlaceEqualsOutOfPlace";
-    case Property::TokensAreIndependent:
-      return "TokensAreIndependent";
-    case Property::InverseUndoes:
-      return "InverseUndoes";
-    case Property::ComposesAdditivelyPerAxis:
-      return "ComposesAdditivelyPerAxis";
-    case Property::ScoresDependOnlyOnAxisOffsets:
-      return "ScoresDependOnlyOnAxisOffsets";
-    case Property::EqualAxesReduceToOneDimensional:
-      return "EqualAxesReduceToOneDimensional";
-    case Property::BackwardMatchesReferenceWithinBound:
-      return "BackwardMatchesReferenceWithinBound";
-    case Property::BackwardIsAdjoint:
-      return "BackwardIsAdjoint";
-    case Property::BackwardUndoesForward:
-      return "BackwardUndoesForward";
-    case Property::BackwardZeroPositionIsIdentity:
-      return "BackwardZeroPositionIsIdentity";
-    case Property::BackwardComposesAdditively:
-      return "BackwardComposesAdditively";
-    case Property::BackwardPassThroughIsExact:
-      return "BackwardPassThroughIsExact";
-    case Property::BackwardInputUntouched:
-      return "BackwardInputUntouched";
-    case Property::BackwardInPlaceEqualsOutOfPlace:
-      return "BackwardInPlaceEqualsOutOfPlace";
-    case Property::BackwardTokensAreIndependent:
-      return "BackwardTokensAreIndependent";
-    case Property::BackwardComposesAdditivelyPerAxis:
-      return "BackwardComposesAdditivelyPerAxis";
-  }
-  return "?";
+  const detail::Row* r = row(p);
+  return r ? r->name : "?";
 }
 
 std::optional<Property> parse_property(const std::string& s) {

@@ -1,8 +1,12 @@
-// The property definitions instantiated for storage dtype f16 (one translation unit per dtype keeps
-// the RapidCheck + Boost.Multiprecision + Eigen compile cost per unit bounded).
-#include "impl.hpp"
+// The property table and the per-check driver for storage dtype f16: one translation unit per
+// dtype keeps the RapidCheck + Boost.Multiprecision + Eigen compile cost of a unit bounded.
+#include "check.hpp"
 
 namespace ropecheck::properties {
+
+namespace detail {
+template const Table& table<Dtype::f16>();
+}
 
 Verdict check_f16(Property p, const Kernel& k, const Options& o) {
   return detail::check_dtype<Dtype::f16>(p, k, o);

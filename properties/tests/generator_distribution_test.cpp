@@ -5,7 +5,7 @@
 // shares. Each threshold sits well below the share the generator's own probabilities give
 // (written beside it) and well above what the case class gets without its rule; the draw count
 // (cases x draws per case) makes a share's standard deviation under 1.5 %.
-#include "../lib/impl.hpp"
+#include "../lib/check.hpp"
 #include "mutants.hpp"
 #include "ropecheck/regimes.hpp"
 

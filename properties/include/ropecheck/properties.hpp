@@ -1,7 +1,8 @@
 // The property suite as a library: every property is defined once, over a run-time Kernel and a
 // dtype, and evaluated programmatically (a Verdict), so the same definitions check the built-in
 // kernels (GTest front end), the bug-zoo mutants (which must FAIL) and third-party plugins
-// (`ropecheck validate`). How to add a property: lib/impl.hpp's opening map.
+// (`ropecheck validate`). The property table, the families and what a new property touches:
+// properties/README.md.
 #pragma once
 
 #include "ropecheck/kernel.hpp"
