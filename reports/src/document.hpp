@@ -1,6 +1,8 @@
-// Internal: the document — report.json assembled from the executed units (document.cpp). merge()
-// rebuilds the same statistics from shard reports and writes them with the same functions, so a
-// merged sharded report is the unsharded one (reports/report.schema.json describes the layout).
+// Internal: the document — report.json assembled from the executed units (document.cpp; its
+// figures in document_figures.cpp, the headline in document_headline.cpp, the checks in
+// document_checks.cpp). merge() rebuilds the same statistics from shard reports and writes them
+// with the same functions, so a merged sharded report is the unsharded one
+// (reports/report.schema.json describes the layout).
 #pragma once
 
 #include "executor.hpp"
@@ -12,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace ropecheck::reports::detail {
@@ -22,6 +25,11 @@ nlohmann::json num(double v);
 std::optional<double> number(const nlohmann::json& j);
 // number(), NaN for anything else.
 double dbl_of(const nlohmann::json& j);
+
+// A spec as report.json writes it (specs[], a worst case's spec, a variant's spec).
+nlohmann::json spec_json(const RopeSpec& s);
+// A value's bit pattern in the dtype, "0x3c00".
+std::string hex_bits(double v, Dtype d);
 
 // The statistics of one kernel x dtype of the main sweep, accumulated over its units.
 struct ResultStats {
@@ -40,6 +48,9 @@ struct ResultStats {
 // A bucket's worst case as JSON (null when none): run() renders it from the WorstCase and its
 // setup; merge() copies the one the shard that swept that spec wrote.
 using WorstJson = std::function<nlohmann::json(int bucket, const WorstCase& w, bool pair_case)>;
+
+// A worst case of setup S in dtype d with its `ropecheck eval` reproduction (null when none).
+nlohmann::json worst_json(const WorstCase& w, const Setup& S, Dtype d, bool pair_case);
 
 // The non-empty buckets in bucket order. merge_state: add what `report --merge` needs (shard
 // reports only; most of their size).

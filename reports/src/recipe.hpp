@@ -1,4 +1,5 @@
-// Internal to reports/: the recipe-faithful angle, and exact rotation by given angles.
+// Internal to reports/: the recipe-faithful angle, and exact rotation by given angles (recipe.cpp);
+// RecipeReference, the sweep's fast questions about them (recipe_reference.cpp).
 #pragma once
 
 #include "ropecheck/kernel.hpp"
@@ -26,6 +27,10 @@ namespace ropecheck::reports::detail {
 // recipe_trig then evaluates cos/sin at the angle the trig function sees: with trig_argument
 // turns_f32, 2pi fl32(angle * fl32(1/2pi)) (turns_f32_angle).
 double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::int64_t m);
+
+// The angle the trig sees per pair (recipe_angle, then turns_f32 when the policy says so), as the
+// double that holds it exactly (turns_f32: within 2^-52); what recipe_trig evaluates.
+std::vector<double> recipe_angles(const Policy& p, const RopeSpec& spec, std::int64_t m);
 
 // Key that identifies a recipe (kernels with the same key get the same angles).
 int recipe_key(const Policy& p);

@@ -1,6 +1,7 @@
-// The headline's definitions on synthetic results (document.cpp add_headline): a context L is
-// positions < L, crossings are read off the per-octave maxima, every supported row carries a figure
-// or an explicit ">= L", the angle share comes from the bucket holding L - 1, shards get none.
+// The headline's definitions on synthetic results (document_headline.cpp add_headline): a context L
+// is positions < L, crossings are read off the per-octave maxima, every supported row carries a
+// figure or an explicit ">= L", the angle share comes from the bucket holding L - 1, shards get
+// none.
 #include "../src/document.hpp"
 
 #include <gtest/gtest.h>

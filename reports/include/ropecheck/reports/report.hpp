@@ -3,24 +3,9 @@
 // ropecheck::bounds is exceeded (or a baseline regressed). The JSON document is the data model;
 // Markdown, HTML and JUnit are rendered from it, so every number appears once.
 //
-// Map of this module (reports/src):
-//   plan      plan.cpp      options -> specs, variant setups, the deterministic work list: a
-//                           std::variant of unit structs (SweepUnit{dtype, spec, bucket}, ...)
-//   executor  executor.cpp  this shard's units on a thread pool; stop polling, progress
-//   numerics  sweep.cpp     what a unit computes (sweep statistics, safe-context and
-//                           score-offset searches, special values), asking ropecheck::verify for
-//                           every pair error and bound; stats.cpp, exact_sum.cpp, recipe.cpp
-//   document  document.cpp  report.json from the unit results, in work-list order; the checks
-//   merge     merge.cpp     shard reports -> the same document, through document.cpp
-//   render    render.cpp    Markdown / HTML / JUnit from the document
-//   around    baseline.cpp (--baseline), io.cpp (atomic writes, environment), checks.cpp
-//             (schema and markup validators for the tests)
-// Adding a check (a new kind of work unit): a struct in plan.hpp's Unit and its place in
-// work_list(), its numerics in sweep.cpp (+ a UnitResult alternative in executor.hpp if it
-// returns something new), its section in document.cpp (and merge.cpp if shards must combine it
-// beyond copying entries), a table in render.cpp, report.schema.json.
-// Adding a section computed from existing results: document.cpp, render.cpp, the schema.
-// Adding a dtype: nothing here (Options::dtypes lists it; core/bounds/reference know it).
+// Map of this module: reports/README.md — the stages (plan -> executor -> numerics -> document
+// -> render), what each file of reports/src holds, and which files a new dtype, engine, section,
+// work unit or output format touches.
 #pragma once
 
 #include "ropecheck/dtype.hpp"
