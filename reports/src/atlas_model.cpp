@@ -5,7 +5,7 @@
 // measured per rotated pair, |y_a - y_b| / (|x pair| u of the dtype). Which step differs is not
 // observed but read off the two engines' declared policies (every field that differs), and
 // labelled as inferred.
-#include "ropecheck/reports/report.hpp"
+#include "ropecheck/reports/model_atlas.hpp"
 
 #include <algorithm>
 #include <cmath>

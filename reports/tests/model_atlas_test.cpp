@@ -5,8 +5,8 @@
 // engine_differences finds the wrong bits. Fake engines over the built-in scalar kernel (which
 // implements every scaling kind in both 1-D layouts) stand for the production engines, so the test
 // holds before and after the engines learn the scaling variants.
+#include "ropecheck/reports/model_atlas.hpp"
 #include "ropecheck/kernels/registry.hpp"
-#include "ropecheck/reports/report.hpp"
 
 #include <gtest/gtest.h>
 

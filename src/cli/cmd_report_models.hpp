@@ -1,7 +1,7 @@
 // `ropecheck report --models all|NAME,...` (cmd_report_models.cpp): the model atlas.
 #pragma once
 
-#include "ropecheck/reports/report.hpp"
+#include "ropecheck/reports/model_atlas.hpp"
 
 #include <string>
 #include <vector>

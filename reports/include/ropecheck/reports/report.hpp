@@ -148,19 +148,6 @@ struct AtlasEngine {
 // runs any of the specs.
 nlohmann::json run_atlas(const Options& o, const std::vector<AtlasEngine>& engines,
                          const Progress& progress = {});
-// The engine differences of a model atlas (atlas_model.cpp): each pair of engines that runs
-// `spec` in a dtype gets the same inputs at 64 positions up to max_position; every pair whose
-// outputs differ in any bit gives a row (dtype, engines, elements differing of compared, the
-// largest difference per rotated pair in u of the dtype and its position, and which step differs
-// as inferred from the two engines' declared policies). `layout`: the layout each engine runs
-// (the spec's, or the other one, permuted, as in the atlas).
-struct DiffEngine {
-  const Kernel* kernel = nullptr;
-  Layout layout = Layout::half;
-};
-nlohmann::json engine_differences(const RopeSpec& spec, const std::vector<DiffEngine>& engines,
-                                  const std::vector<Dtype>& dtypes, std::int64_t max_position,
-                                  std::uint64_t seed);
 // Puts atlas_doc's "atlas" block into doc (rendered first) and atlas_doc's checks before doc's
 // (exit status and JUnit include them).
 void embed_atlas(nlohmann::json& doc, const nlohmann::json& atlas_doc);
