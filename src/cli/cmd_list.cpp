@@ -150,22 +150,15 @@ int print_model_presets(bool as_json) {
                  {"trained_context", p.trained_context},
                  {"spec", describe(p.spec())}});
   if (as_json) {
-    std::cout << j.dump(2)
-              << "
-                 ";
-        return 0;
+    std::cout << j.dump(2) << "\n";
+    return 0;
   }
-  std::cout << "model presets (report --models):
-               ";
-      for (const auto& m : j) std::cout
-            << "  " << m["name"].get<std::string>() << ": " << m["spec"].get<std::string>()
-            << "
-               from " << m[" hub_repo "].get<std::string>() << " config.json;
-  trained at "
-      << m["trained_context"]
-      << "
-         ";
-      return 0;
+  std::cout << "model presets (report --models):\n";
+  for (const auto& m : j)
+    std::cout << "  " << m["name"].get<std::string>() << ": " << m["spec"].get<std::string>()
+              << "\n    from " << m["hub_repo"].get<std::string>() << " config.json; trained at "
+              << m["trained_context"] << "\n";
+  return 0;
 }
 
 }  // namespace
