@@ -12,6 +12,21 @@ using nlohmann::json;
 
 namespace {
 
+// A model atlas's rows (atlas.cpp): the engine and, when it ran the other layout than the
+// config's, which; an engine that does not implement the spec, with its upstream file.
+std::string atlas_engine_cell(const json& row) {
+  std::string s = cell(row["engine"]) + (row["modelled"].get<bool>() ? " +" : "");
+  if (row.contains("model_layout") && row["model_layout"] != row["layout"])
+    s += " (ran " + cell(row["layout"]) + ", permuted)";
+  return s;
+}
+std::vector<std::string> atlas_not_implemented_line(const json& row, std::size_t width) {
+  std::vector<std::string> line{cell(row["dtype"]), cell(row["engine"]), cell(row["base_label"])};
+  while (line.size() + 1 < width) line.push_back("not implemented");
+  line.push_back("not implemented (" + cell(row["upstream"]) + ")");
+  return line;
+}
+
 // The engine atlas (report.json "atlas"): per dtype x engine x base the headline figures and
 // what limits each engine at the longest context.
 Table atlas_table(const json& a) {
@@ -37,12 +52,15 @@ Table atlas_table(const json& a) {
   t.head.push_back("limited by (at " + longest + ")");
   for (const auto& d : a["dtypes"])
     for (const auto& row : a["rows"]) {
-      // An engine that does not run a dtype (ggml: no bf16 rope) has no row for it.
-      if (row["dtype"] != d || !row["supported"].get<bool>()) continue;
-      std::vector<std::string> line{cell(d),
-                                    cell(row["engine"]) + (row["modelled"].get<bool>() ? " +" : ""),
-                                    cell(row["base_label"])};
-      for (const auto& c : row["at"]) line.push_back(headline_text(c));
+      // An engine that does not run a dtype (ggml: no bf16 rope) has no row for it; one that
+      // does not implement a model's spec has one saying so.
+      if (row["dtype"] != d) continue;
+      if (row.value("not_implemented", false))
+        t.rows.push_back(atlas_not_implemented_line(row, t.head.size()));
+      if (!row["supported"].get<bool>()) continue;
+      std::vector<std::string> line{cell(d), atlas_engine_cell(row), cell(row["base_label"])};
+      for (const auto& c : row["at"])
+        line.push_back(c.value("past_cache", false) ? "past the engine's cache" : headline_text(c));
       for (const auto& e : row["exceeds"]) line.push_back(cell(e["label"]));
       line.push_back(cell(row["limited_by"]));
       t.rows.push_back(line);

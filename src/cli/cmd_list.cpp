@@ -12,6 +12,7 @@
 #include "cli.hpp"
 #include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
+#include "ropecheck/model_presets.hpp"
 
 namespace ropecheck::cli {
 
@@ -138,6 +139,28 @@ void print_text(const nlohmann::json& j, const std::optional<RopeSpec>& model,
   }
 }
 
+// `list --models`: each preset's name, spec (read by the --hf-config reader) and source.
+int print_model_presets(bool as_json) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& p : model_presets())
+    j.push_back({{"name", p.name},
+                 {"hub_repo", p.hub_repo},
+                 {"file", "config.json"},
+                 {"found_in", p.found_in},
+                 {"trained_context", p.trained_context},
+                 {"spec", describe(p.spec())}});
+  if (as_json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "model presets (report --models):\n";
+  for (const auto& m : j)
+    std::cout << "  " << m["name"].get<std::string>() << ": " << m["spec"].get<std::string>()
+              << "\n    from " << m["hub_repo"].get<std::string>() << " config.json; trained at "
+              << m["trained_context"] << "\n";
+  return 0;
+}
+
 }  // namespace
 
 void add_list(CLI::App& app, int& status) {
@@ -145,11 +168,18 @@ void add_list(CLI::App& app, int& status) {
       "list", "List built-in kernels (with precision policies), dtypes, layouts");
   auto as_json = std::make_shared<bool>(false);
   auto hf = std::make_shared<HfConfigArg>();
+  auto models = std::make_shared<bool>(false);
   cmd->add_flag("--json", *as_json, "print JSON instead of text");
+  cmd->add_flag("--models", *models,
+                "list the model presets of 'report --models' (name, source, spec) instead");
   add_hf_config_options(cmd, *hf,
                         "a Hugging Face config.json: also print its spec and which kernel x "
                         "dtype supports it");
-  cmd->callback([as_json, hf, &status] {
+  cmd->callback([as_json, hf, models, &status] {
+    if (*models) {
+      status = print_model_presets(*as_json);
+      return;
+    }
     // The config first: a bad one is exit 2 before anything is printed.
     if (hf->path.empty() && hf->seq_len != 0) throw UsageError("--seq-len needs --hf-config");
     const std::optional<RopeSpec> model = hf->read();

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "cli.hpp"
+#include "cmd_report_models.hpp"
 #include "ropecheck/fp8.hpp"
 #include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
@@ -87,6 +88,7 @@ struct ReportArgs {
   std::string shard;               // "i/n" (wins over GTEST_SHARD_INDEX / GTEST_TOTAL_SHARDS)
   std::vector<std::string> merge;  // shard reports to merge instead of running a sweep
   HfConfigArg hf;                  // restrict the sweep to this model's spec
+  std::string models;              // the model atlas: presets (cmd_report_models.cpp)
   bool no_variants = false;
   Fp8Arg fp8;  // FP8 cache bytes (formats also accepted inside --dtypes)
 };
@@ -347,6 +349,14 @@ int run_report(const ReportArgs& a) {
     return merge_reports(a.merge, a.out, a.baseline, a.baseline_factor);
   }
   if (!a.plugin.empty() || !a.worker_fds.empty()) return report_plugin(a);
+  if (!a.models.empty()) {
+    if (!a.kernels.empty() || !a.shard.empty())
+      throw UsageError("--models runs the engine atlas per model: no --kernels or --shard");
+    const reports::Progress progress =
+        a.quiet ? reports::Progress{} : [](const std::string& m) { std::cerr << m << "\n"; };
+    return report_models(a.models, parse_options(with_axes(a, kAtlasAxes, true)),
+                         parse_engines(a.engines), a.out, progress);
+  }
   const bool own = !a.kernels.empty() || a.engines.empty();
   // The atlas: asked for, or by default when the sweep is the whole default one (a shard or a
   // model's spec describes ropecheck's own kernels only).
@@ -439,6 +449,10 @@ void add_report(CLI::App& app, int& status) {
   add_hf_config_options(cmd, a->hf,
                         "restrict the sweep to the RoPE spec of this Hugging Face config.json "
                         "(--head-dims/--bases/--layouts are ignored; no variant sections)");
+  cmd->add_option("--models", a->models,
+                  "the model atlas: model presets ('ropecheck list --models'), comma-separated, or "
+                  "'all'; one engine atlas per model into --out/<name>/ and an index "
+                  "(--max-position is per model: 4x its trained context)");
   cmd->add_flag("--no-variants", a->no_variants,
                 "skip the per-variant sections (scaling variants, M-RoPE, dynamic NTK)");
   add_fp8_options(cmd, a->fp8,

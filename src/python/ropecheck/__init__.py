@@ -27,7 +27,7 @@ import numpy as np
 from . import _ropecheck
 from ._ropecheck import Policy, Spec
 
-__all__ = ["Spec", "Policy", "reference", "check", "assert_rope", "validate", "report",
+__all__ = ["Spec", "Policy", "reference", "check", "assert_rope", "validate", "report", "atlas",
            "CheckResult", "Failure", "ValidationResult", "ReportResult", "executable", "save_dump", "apply_kernel",
            "kernel_names", "kernel_policy", "Fp8Bytes"]
 
@@ -685,6 +685,44 @@ def report(fn, out, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), pol
     if serve_error:
         raise RuntimeError(f"ropecheck report: the kernel's worker failed: {serve_error}")
     return ReportResult(code, os.fspath(out), text, stderr)
+
+
+def atlas(out, hf_config=None, engines="all", models=None, dtypes=("f32", "bf16", "f16"),
+          samples=None, max_position=None, seed=1):
+    """The engine atlas of `ropecheck report --engines` at a model's RoPE: hf_config (a
+    config.json path or the parsed dict) gives the spec, every engine in `engines` ("all" or a
+    list of names) runs it in its own layout, an engine that does not implement it gets a "not
+    implemented" row, positions past an engine's cache are labelled. Returns a ReportResult.
+    models ("all" or a list of preset names, see `ropecheck list --models`) instead: one atlas
+    per model into out/<name>/ and out/index.json; returns (returncode, the parsed index.json).
+    Raises ValueError when the CLI refuses the call (exit 2: an unknown engine or model name, a
+    bad config)."""
+    if (hf_config is None) == (models is None):
+        raise ValueError("atlas(): give hf_config= or models=")
+    args = [executable(), "report", "--engines",
+            engines if isinstance(engines, str) else ",".join(engines),
+            "--dtypes", ",".join(dtypes), "--seed", str(seed), "--quiet", "--out", os.fspath(out)]
+    if samples is not None:
+        args += ["--samples", str(int(samples))]
+    if max_position is not None and models is None:
+        args += ["--max-position", str(int(max_position))]
+    with tempfile.TemporaryDirectory(prefix="ropecheck-") as tmp:
+        if models is not None:
+            args += ["--models", models if isinstance(models, str) else ",".join(models)]
+        elif isinstance(hf_config, dict):
+            path = os.path.join(tmp, "config.json")
+            with open(path, "w") as f:
+                json.dump(hf_config, f)
+            args += ["--hf-config", path]
+        else:
+            args += ["--hf-config", os.fspath(hf_config)]
+        proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode == 2:
+        raise ValueError(f"ropecheck report refused the call: {proc.stderr.strip()}")
+    if models is not None:
+        with open(os.path.join(os.fspath(out), "index.json")) as f:
+            return proc.returncode, json.load(f)
+    return ReportResult(proc.returncode, os.fspath(out), proc.stdout, proc.stderr)
 
 
 def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy=None,

@@ -90,3 +90,25 @@ def test_report_with_fp8_cache_bytes(tmp_path):
     with pytest.raises(ValueError, match="--fp8"):
         rc.report(hf_rope, tmp_path / "h", dtypes=["bf16"], layouts=["half"], head_dims=[64],
                   bases=[1e4], policy=BF16, samples=8, fp8=["e4m3"])
+
+
+# rc.atlas: the engine atlas at a model's config (the same `report --engines --hf-config` as the
+# CLI). GPT-J's config: 64 of 256 dims, interleaved; every engine either runs it (in its own
+# layout, said per row) or has a "not implemented" row; the call never fails for that reason.
+GPTJ = {"model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_positions": 2048, "rotary_dim": 64}
+
+
+def test_atlas_at_a_models_config(tmp_path):
+    r = rc.atlas(tmp_path / "a", hf_config=GPTJ, dtypes=["f32"], samples=8, max_position=4096)
+    assert r.returncode == 0, r.stderr
+    a = r.json["atlas"]
+    assert a["model_spec"].startswith("head_dim=256 rotary_dim=64")
+    assert a["rows"], a
+    for row in a["rows"]:
+        assert row["supported"] or row.get("not_implemented") or row["dtype"] != "f32", row
+        assert row["model_layout"] == "interleaved"
+
+
+def test_atlas_models_unknown_name_refused(tmp_path):
+    with pytest.raises(ValueError, match="no preset named 'llama-9'"):
+        rc.atlas(tmp_path / "m", models=["llama-9"])

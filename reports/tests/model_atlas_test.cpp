@@ -1,0 +1,163 @@
+// The atlas at a model's spec (run_atlas with Options::spec, as `report --hf-config F --engines`
+// and `report --models` run it): an engine that rejects the spec gets a "not implemented" row and
+// the run goes on; an engine that runs only the other layout is run permuted and named so;
+// positions past an engine's cache are labelled, not run; an engine with wrong bits still fails;
+// engine_differences finds the wrong bits. Fake engines over the built-in scalar kernel (which
+// implements every scaling kind in both 1-D layouts) stand for the production engines, so the test
+// holds before and after the engines learn the scaling variants.
+#include "ropecheck/reports/model_atlas.hpp"
+#include "ropecheck/kernels/registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace ropecheck::reports {
+namespace {
+
+using json = nlohmann::json;
+
+const Kernel& scalar() { return *find_builtin_kernel("scalar"); }
+
+// The scalar kernel behind a narrower declaration: `layout` only, scaled specs optionally
+// rejected, a cache of `cache` + 1 positions, or every f32 output scaled by 1 + 2^-6 (2^18 ulps:
+// far outside any bound).
+class FakeEngine : public Kernel {
+ public:
+  FakeEngine(std::string name, Layout layout, bool scaled, std::int64_t cache, bool skew)
+      : name_(std::move(name)), layout_(layout), scaled_(scaled), cache_(cache), skew_(skew) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return "fake engine over scalar"; }
+  Policy policy(Dtype d) const override { return scalar().policy(d); }
+  bool supports(const RopeSpec& s, Dtype d) const override {
+    return s.layout == layout_ && (scaled_ || s.scaling.kind == ScalingKind::none) &&
+           scalar().supports(s, d);
+  }
+  Domain domain() const override {
+    Domain dm = scalar().domain();
+    dm.max_position = cache_;
+    return dm;
+  }
+  KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
+    if (!supports(spec, a.dtype)) return KernelStatus::unsupported;
+    const KernelStatus st = scalar().apply(spec, a);
+    if (st != KernelStatus::ok || !skew_ || a.dtype != Dtype::f32) return st;
+    for (std::int64_t t = 0; t < a.n_tokens; ++t)
+      for (std::int64_t h = 0; h < a.n_heads; ++h)
+        for (std::int64_t j = 0; j < spec.head_dim; ++j) {
+          const std::int64_t i = t * a.token_stride + h * a.head_stride + j;
+          store(Dtype::f32, a.out, i,
+                round_to_dtype(load(Dtype::f32, a.out, i) * (1 + 0x1p-6), Dtype::f32));
+        }
+    return st;
+  }
+
+ private:
+  std::string name_;
+  Layout layout_;
+  bool scaled_;
+  std::int64_t cache_;
+  bool skew_;
+};
+
+constexpr auto kNoCache = std::numeric_limits<std::int64_t>::max();
+const FakeEngine kRight("right", Layout::half, true, kNoCache, false);
+const FakeEngine kOther("interleaved_only", Layout::interleaved, true, kNoCache, false);
+const FakeEngine kRejects("unscaled_only", Layout::half, false, kNoCache, false);
+const FakeEngine kShortCache("short_cache", Layout::half, true, 4095, false);
+const FakeEngine kWrong("wrong_bits", Layout::half, true, kNoCache, true);
+
+AtlasEngine atlas_engine(const Kernel& k) {
+  return {&k, k.name(), "upstream/" + k.name() + ".py @0000000", "test fake", ""};
+}
+
+// Llama 3.1's RoPE at head dim 64 (half layout, as its config reads).
+Options model_options() {
+  Options o;
+  RopeSpec s;
+  s.head_dim = 64;
+  s.base = 500000;
+  s.layout = Layout::half;
+  s.scaling = llama31_scaling();
+  o.spec = s.normalized();
+  o.dtypes = {Dtype::f32, Dtype::bf16};
+  o.samples = 16;
+  o.max_position = 1 << 15;
+  o.threads = 2;
+  return o;
+}
+
+const json& row_of(const json& doc, const std::string& engine, const std::string& dtype) {
+  for (const auto& r : doc["atlas"]["rows"])
+    if (r["engine"] == engine && r["dtype"] == dtype) return r;
+  static const json none;
+  ADD_FAILURE() << "no row " << engine << " " << dtype;
+  return none;
+}
+
+TEST(ModelAtlas, RejectingEngineGetsItsRowAndTheRestRuns) {
+  const json doc = run_atlas(model_options(), {atlas_engine(kRight), atlas_engine(kRejects),
+                                               atlas_engine(kOther), atlas_engine(kShortCache)});
+  EXPECT_EQ(exit_code(doc), 0) << doc["checks"].dump();
+  const json& rej = row_of(doc, "unscaled_only", "f32");
+  EXPECT_TRUE(rej.value("not_implemented", false));
+  EXPECT_EQ(rej["upstream"], "upstream/unscaled_only.py @0000000");
+  EXPECT_NE(render_markdown(doc).find("not implemented (upstream/unscaled_only.py"),
+            std::string::npos);
+  EXPECT_TRUE(row_of(doc, "right", "f32")["supported"].get<bool>());
+  // The other layout: run permuted, said so, and within its bound (the permutation is exact).
+  const json& oth = row_of(doc, "interleaved_only", "f32");
+  EXPECT_TRUE(oth["supported"].get<bool>());
+  EXPECT_EQ(oth["layout"], "interleaved");
+  EXPECT_EQ(oth["model_layout"], "half");
+  EXPECT_NE(render_markdown(doc).find("interleaved_only (ran interleaved, permuted)"),
+            std::string::npos);
+  // A cache of 4096 rows: contexts beyond it are labelled, the ones within are figures.
+  const json& sc = row_of(doc, "short_cache", "f32");
+  ASSERT_TRUE(sc["supported"].get<bool>());
+  int past = 0;
+  for (const auto& c : sc["at"]) {
+    const bool beyond = c["context"].get<std::int64_t>() > 4096;
+    EXPECT_EQ(c.value("past_cache", false), beyond) << c.dump();
+    past += beyond;
+  }
+  EXPECT_GT(past, 0);
+  EXPECT_NE(render_markdown(doc).find("past the engine's cache"), std::string::npos);
+}
+
+TEST(ModelAtlas, NoEngineImplementsTheSpecStillReports) {
+  const json doc = run_atlas(model_options(), {atlas_engine(kRejects)});
+  EXPECT_EQ(exit_code(doc), 0);
+  EXPECT_TRUE(row_of(doc, "unscaled_only", "bf16").value("not_implemented", false));
+}
+
+TEST(ModelAtlas, WrongBitsFailInsideTheModelAtlas) {
+  const json doc = run_atlas(model_options(), {atlas_engine(kRight), atlas_engine(kWrong)});
+  EXPECT_EQ(exit_code(doc), 1);
+  bool failed = false;
+  for (const auto& c : doc["checks"])
+    if (!c["passed"].get<bool>()) {
+      EXPECT_EQ(c["dtype"], "f32") << c.dump();
+      EXPECT_NE(c["kernel"].get<std::string>().find("wrong_bits"), std::string::npos);
+      failed = true;
+    }
+  EXPECT_TRUE(failed);
+}
+
+TEST(ModelAtlas, EngineDifferencesFindTheWrongBits) {
+  const RopeSpec s = *model_options().spec;
+  const json d = engine_differences(
+      s, {{&kRight, Layout::half}, {&kOther, Layout::interleaved}, {&kWrong, Layout::half}},
+      {Dtype::f32, Dtype::bf16}, 1 << 15, 1);
+  // right vs wrong_bits in f32 (2^-6 relative: ~2^17 u of f32), nothing else: the permuted run
+  // of the same kernel gives the same bits, and wrong_bits is exact outside f32.
+  ASSERT_EQ(d.size(), 2u) << d.dump();  // right/wrong_bits and interleaved_only/wrong_bits
+  for (const auto& r : d) {
+    EXPECT_EQ(r["dtype"], "f32");
+    EXPECT_GT(r["max_pair_difference_u"].get<double>(), 1e4);
+    EXPECT_EQ(r["engines"][1], "wrong_bits");
+  }
+}
+
+}  // namespace
+}  // namespace ropecheck::reports
