@@ -260,7 +260,7 @@ Table special_values_table(const json& r) {
   Table t;
   t.title = "Special values (+-0, +-inf, NaN, subnormal inputs)";
   t.note =
-      "Policy (the property suite's, properties/lib/impl.hpp): finite inputs at m = 0 come "
+      "Policy (the property suite's, properties/lib/algebraic.hpp): finite inputs at m = 0 come "
       "back bit for bit (a zero's sign is not part of the contract); finite inputs (incl. "
       "+-0, subnormals) stay finite and within the derived bound; a NaN or inf in a pair "
       "at m = 0 gives its own input or NaN per output, at m != 0 NaN (NaN input) or "

@@ -18,7 +18,7 @@ using ref::Mp;
 // The policy documented by the property suite (ZeroPositionIsIdentity and the special-value
 // tests):
 //   finite inputs at m = 0: output == input bit for bit, except that the sign of a zero is not
-//   part of the contract (properties/lib/impl.hpp);
+//   part of the contract (properties/lib/algebraic.hpp);
 //   finite inputs (incl. +-0, subnormals) at m != 0: outputs finite, within the derived bound;
 //   a NaN or +-inf in a pair at m = 0: each output is its own input or NaN (a NaN stays NaN);
 //   at m != 0: both outputs NaN when a NaN is in the pair, both non-finite for an inf;

@@ -178,7 +178,7 @@ Resolved resolve_inputs(const CheckOptions& o, Inputs& in) {
   return r;
 }
 
-// The figures of one tensor pair (README, "check.json"); a maximum is null when no pair was
+// The figures of one tensor pair (docs/check.md, "check.json"); a maximum is null when no pair was
 // measured.
 nlohmann::json result_json(const PairResult& p) {
   const verify::Summary& s = p.summary;

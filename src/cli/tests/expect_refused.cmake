@@ -1,5 +1,5 @@
-# One row of the README's malformed-input table: runs the real ropecheck binary and requires exit
-# status 2, a stderr message matching MATCH, nothing on stdout, and an output directory (--out,
+# One row of the malformed-input table (docs/hardening.md): runs the real ropecheck binary and
+# requires exit status 2, a stderr message matching MATCH, nothing on stdout, and an output directory (--out,
 # fresh and empty before the run) that is still empty afterwards — no report, no check.json, no
 # temporary file.   cmake "-DCMD=exe|arg|..." "-DMATCH=regex" -DOUT=dir -P expect_refused.cmake
 string(REPLACE "|" ";" cmd "${CMD}")
