@@ -20,7 +20,9 @@
 //     n_dims copied.
 // ops.cpp is C++ built by GCC with GNU extensions, which contracts a*b + c*d into an FMA of the
 // first product (ggml_rotate_pair): the mix is fma(theta_interp, 1 - ramp_mix, theta_extrap *
-// ramp_mix) and 1.0f + 0.1f * logf(x) is fma(0.1f, logf(x), 1.0f). The golden sets fix these.
+// ramp_mix) and 1.0f + 0.1f * logf(x) is fma(0.1f, logf(x), 1.0f). The golden set fixes the
+// mix (the other product fused misses 565 of its 16 896 YaRN outputs, no FMA 148); the mscale's
+// contraction gives the same bits as none at its factors (2 to 40).
 // Which parameters llama.cpp passes for a model's configuration (freq_scale, ext_factor,
 // attn_factor, the rope_freqs tensor its converter writes) and the steps shared with the CUDA
 // recipe: ggml_rope.hpp.
