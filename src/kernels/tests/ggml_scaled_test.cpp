@@ -3,6 +3,7 @@
 // (golden/ggml_cpu_scaled.golden, golden/README.md), within the derived bound of its ladder_f32
 // policy at 32k-1M and past (bounds.cpp section 1, ladder_yarn.cpp), and broken YaRN engines
 // (ext_factor ignored, mscale applied twice) outside it.
+#include "ropecheck/bounds.hpp"
 #include "ropecheck/kernels/engines.hpp"
 #include "support.hpp"
 
@@ -328,6 +329,31 @@ TEST(GgmlScaledBound, BrokenYarnFails) {
   EXPECT_LE(honest, 1.0);
   EXPECT_GT(twice, 1.0);
   EXPECT_GT(no_ramp, 1.0);
+}
+
+}  // namespace
+}  // namespace ropecheck
+
+namespace ropecheck {
+namespace {
+
+// ggml's f32 correction dims against the exact ones: at base 1e4, head_dim 128, beta_slow 1 and
+// an original context of 17206 the exact value is 55.0000008 (ceil 56) where ggml's f32
+// evaluation rounds to 55 (ceil 55): the ramp moves by one pair, a formula difference, not a
+// rounding error, and the bound makes no claim there (ladder_scaled.cpp A). At 32768 it does.
+TEST(GgmlScaledBound, NoClaimWhereF32CorrDimsDiffer) {
+  const Policy p = ggml_cpu().policy(Dtype::f32);
+  const RopeSpec off = scaled(128, 128, Layout::half, 10000, yarn(8, 17206));
+  const RopeSpec ok = scaled(128, 128, Layout::half, 10000, yarn(8, 32768));
+  EXPECT_TRUE(std::isinf(bounds::angle_error_bound(p, off, 40, 4096).rel));
+  EXPECT_TRUE(std::isfinite(bounds::angle_error_bound(p, ok, 40, 4096).rel));
+  // The YaRN terms against the plain ladder's at pair 63, position 1M, in units of u = 2^-24.
+  RopeSpec plain = ok;
+  plain.scaling = {};
+  const double u = 0x1p-24;
+  std::cout << "[ladder_f32 angle bound, pair 63, m = 1M] unscaled "
+            << bounds::angle_error_bound(p, plain, 63, 1000000).rel / u << " u, yarn x8 "
+            << bounds::angle_error_bound(p, ok, 63, 1000000).rel / u << " u\n";
 }
 
 }  // namespace
