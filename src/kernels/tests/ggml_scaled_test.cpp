@@ -152,7 +152,7 @@ std::map<std::string, std::int64_t> mismatches(const Kernel& k, const std::vecto
 
 TEST(GgmlScaledGolden, MatchesRealCodeBitForBit) {
   const auto cases = read_scaled("ggml_cpu_scaled.golden");
-  ASSERT_EQ(cases.size(), 38u);
+  ASSERT_EQ(cases.size(), 40u);
   std::int64_t total = 0;
   const auto bad = mismatches(ggml_cpu(), cases, &total, true);
   std::cout << "[ggml_cpu scaled] " << total << " outputs in " << cases.size()
@@ -160,8 +160,8 @@ TEST(GgmlScaledGolden, MatchesRealCodeBitForBit) {
   for (const auto& [k, v] : bad) std::cout << " " << k << "=" << v;
   std::cout << "\n";
   EXPECT_EQ(bad.at("total"), 0);
-  // 12 tokens x 2 dtypes x the head dims of the 19 configurations: every case ran.
-  EXPECT_EQ(total, 12 * 2 * (13 * 128 + 3 * 64 + 96 + 2 * 80));
+  // 12 tokens x 2 dtypes x the head dims of the 20 configurations: every case ran.
+  EXPECT_EQ(total, 12 * 2 * (14 * 128 + 3 * 64 + 96 + 2 * 80));
 }
 
 // Delegates to ggml_cpu with a transformed spec: the mistakes the golden set must catch.
@@ -195,6 +195,13 @@ RopeSpec llama3_freqs_from_f64(RopeSpec s) {
   s.scaling.kind = ScalingKind::freq_factors;
   return s;
 }
+// beta_slow 0.9999 at the context 17206 case: the slow correction dim 55.0007, whose ceil is 56
+// in f32 too, as it is exactly at beta_slow 1 (55.0000008) where ggml's f32 value is 55.
+RopeSpec corr_dim_as_exact(RopeSpec s) {
+  if (s.scaling.kind == ScalingKind::yarn && s.scaling.original_max_position_embeddings == 17206)
+    s.scaling.beta_slow = 0.9999;
+  return s;
+}
 // The base one f32 ulp up (theta_scale from another powf argument).
 RopeSpec base_one_f32_ulp_up(RopeSpec s) {
   s.base = std::nextafter(static_cast<float>(s.base), 1e30f);
@@ -207,11 +214,15 @@ TEST(GgmlScaledGolden, MutantsDifferFromRealCode) {
   const auto no_ramp = mismatches(SpecMutant(yarn_without_ramp), cases, &total, false);
   const auto f64_ff = mismatches(SpecMutant(llama3_freqs_from_f64), cases, &total, false);
   const auto base = mismatches(SpecMutant(base_one_f32_ulp_up), cases, &total, false);
+  const auto corr = mismatches(SpecMutant(corr_dim_as_exact), cases, &total, false);
   std::cout << "[ggml_cpu scaled mutants] yarn with ext_factor ignored: " << no_ramp.at("yarn")
             << " differ (+ mrope " << no_ramp.at("mrope+yarn")
             << "); llama3 rope_freqs from the f64 formula: " << f64_ff.at("llama3")
             << " differ; base + 1 f32 ulp: " << base.at("total") << " of " << total << "\n";
+  std::cout << "[ggml_cpu scaled mutants] YaRN ramp to the exact ceil 56 at context 17206: "
+            << corr.at("yarn") << " differ\n";
   EXPECT_GT(no_ramp.at("yarn"), 12 * 2 * 128);
+  EXPECT_GT(corr.at("yarn"), 0);
   EXPECT_GT(base.at("total"), total / 10);
 }
 
