@@ -75,7 +75,7 @@ class GgmlCpuKernel final : public GgmlScaledBackend {
             "llama.cpp src/llama-context.cpp @ 001d906a, convert_hf_to_gguf.py @ 0024aa74",
             "bit for bit against golden sets made by the real ggml CPU backend at that commit "
             "(default x86-64 build, GCC, FMA; src/kernels/tests/golden/ggml_cpu_rope.golden and "
-            "ggml_cpu_scaled.golden; ctest engines_native_test)",
+            "ggml_cpu_scaled.golden; ctest engines_native_test, ggml_scaled_test)",
             "llama.cpp's host-side parameters (freq_scale, ext_factor, attn_factor) and the "
             "converter's llama3 rope_freqs are transcribed (ggml_rope.hpp)"};
   }
