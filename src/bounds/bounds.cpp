@@ -156,6 +156,8 @@
 //    reference has the exact ones). u = 2^-53 for every step, since the formulas run in f64;
 //    rho_theta = the relative error of the unscaled theta_i from 1. (with base' for dynamic NTK).
 //    The per-pair factor adds to rho_theta, then the product m theta' rounds once (1.).
+//    (hf_f32 with an HF rope_type -- linear, dynamic, yarn, llama3, longrope -- is HF's f32
+//    evaluation instead, derived in scaled_f32.cpp.)
 //    linear, freq_factors, longrope: theta / c, one division                     -> + u
 //      (ladder_f32 runs linear and freq_factors in f32 instead: section 1)
 //    dynamic NTK: base' = base * t^(d/(d-2)), t = f L / L0 - (f - 1) (t >= 1):
@@ -197,6 +199,7 @@
 #include "ropecheck/bounds.hpp"
 
 #include "ladder_scaled.hpp"
+#include "scaled_f32.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -395,6 +398,15 @@ PairBounds::AngleTerms recipe_angle_terms(const Policy& policy, const RopeSpec& 
       t.rel_big = detail::ladder_llama3_angle_rel(spec, pair, t.rel_big);
     }
     t.ladder_theta_max = std::max(theta, t.theta);
+    return t;
+  }
+  if (policy.recipe == AngleRecipe::hf_f32 && detail::hf_scaled_f32_applies(spec)) {
+    // HF evaluates the scaled ladder in f32, not by section 8's f64 formulas: scaled_f32.cpp.
+    const detail::F64Terms f64{sc.kind == ScalingKind::dynamic ? dynamic_base_rel(spec) : 0.0,
+                               sc.kind == ScalingKind::yarn ? yarn_ramp_abs(spec) : 0.0};
+    t.rel = detail::hf_scaled_f32_theta_rel(spec, pair, f64) + 0x1p-24;
+    t.rel_big = t.rel + 0x1p-24;
+    t.m_big = 0x1p24;
     return t;
   }
   if (policy.recipe == AngleRecipe::fast_powf_f32) return fast_powf_f32_terms(spec, pair, t);

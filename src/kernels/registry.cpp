@@ -55,6 +55,7 @@ const EngineKernel& vllm_native_kernel();
 const EngineKernel& ggml_cpu_kernel();
 const EngineKernel& flashinfer_kernel();
 const EngineKernel& ggml_cuda_kernel();
+const EngineKernel& onnxruntime_cpu_kernel();
 }  // namespace engines
 
 const std::vector<const Kernel*>& builtin_kernels() {
@@ -73,8 +74,9 @@ const Kernel* find_builtin_kernel(const std::string& name) {
 const std::vector<const EngineKernel*>& engine_kernels() {
   // Atlas order: one line per engine.
   static const std::vector<const EngineKernel*> all = {
-      &engines::hf_eager_kernel(), &engines::vllm_native_kernel(), &engines::ggml_cpu_kernel(),
-      &engines::ggml_cuda_kernel(), &engines::flashinfer_kernel()};
+      &engines::hf_eager_kernel(),   &engines::vllm_native_kernel(),
+      &engines::ggml_cpu_kernel(),   &engines::ggml_cuda_kernel(),
+      &engines::flashinfer_kernel(), &engines::onnxruntime_cpu_kernel()};
   return all;
 }
 

@@ -22,8 +22,9 @@ const Kernel& kernel_arg(const std::string& name) {
   throw py::value_error("unknown kernel '" + name + "' (ropecheck list names them)");
 }
 
-// x: C-contiguous raw bits [T, H, head_dim] of `dtype`; positions: [T] int64. Returns the
-// kernel's output as a new array of the same raw type and shape.
+// x: C-contiguous raw bits [T, H, head_dim] of `dtype`; positions: [T] int64, or [T, n_axes]
+// for a multi-axis spec (M-RoPE's t, h, w per token). Returns the kernel's output as a new array
+// of the same raw type and shape.
 py::array apply_kernel(const std::string& name, const py::array& x, const std::string& dtype,
                        const I64Array& positions, const RopeSpec& spec_in) {
   const Kernel& k = kernel_arg(name);
@@ -33,9 +34,11 @@ py::array apply_kernel(const std::string& name, const py::array& x, const std::s
                           std::to_string(spec_in.head_dim) + "]");
   if (x.itemsize() != traits(d).bytes)
     throw py::value_error("apply_kernel: x's element size does not match dtype " + dtype);
-  if (positions.ndim() != 1 || positions.shape(0) != x.shape(0))
-    throw py::value_error("apply_kernel: positions must be [tokens]");
   const RopeSpec spec = spec_in.normalized();
+  const bool per_axis = positions.ndim() == 2 && positions.shape(1) == spec.n_axes();
+  if (!(positions.ndim() == 1 || per_axis) || positions.shape(0) != x.shape(0))
+    throw py::value_error("apply_kernel: positions must be [tokens] or [tokens, n_axes=" +
+                          std::to_string(spec.n_axes()) + "]");
   if (!k.supports(spec, d))
     throw py::value_error("apply_kernel: " + name + " does not support " + describe(spec) + " in " +
                           dtype);
@@ -43,8 +46,17 @@ py::array apply_kernel(const std::string& name, const py::array& x, const std::s
   KernelStatus st;
   {
     py::gil_scoped_release release;
-    st = apply_contiguous(k, spec, d, x.shape(0), x.shape(1), positions.data(), x.data(),
-                          out.mutable_data());
+    TensorArgs a;
+    a.dtype = d;
+    a.n_tokens = x.shape(0);
+    a.n_heads = x.shape(1);
+    a.positions = positions.data();
+    a.in = x.data();
+    a.out = out.mutable_data();
+    a.head_stride = spec.head_dim;
+    a.token_stride = a.n_heads * spec.head_dim;
+    a.n_axes = per_axis ? spec.n_axes() : 1;
+    st = k.apply(spec, a);
   }
   if (st != KernelStatus::ok)
     throw py::value_error("apply_kernel: " + name + " returned " +

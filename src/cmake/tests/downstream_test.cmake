@@ -124,7 +124,7 @@ if(STEP STREQUAL "correct")
   if(NOT ctest_out MATCHES "100% tests passed, 0 tests failed out of 2")
     message(FATAL_ERROR "expected the two ropecheck tests to pass")
   endif()
-  # Reports land where the README says.
+  # Reports land where docs/ci.md ("Where the reports land") says.
   foreach(f report.html junit.xml validation.json)
     if(NOT EXISTS "${WORK}/ropecheck-reports/tinyrope.validate/${f}")
       message(FATAL_ERROR "missing report ${WORK}/ropecheck-reports/tinyrope.validate/${f}")

@@ -4,6 +4,7 @@
 //
 // Adding an engine: a row of kEngineCases (the specs and positions its engine takes), a golden
 // test if its real code ran somewhere, and a PolicyItDoesNotMeet case.
+#include "../engines/torch_cpu.hpp"
 #include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "support.hpp"
@@ -38,6 +39,7 @@ struct GoldenCase {
   RopeSpec spec;
   std::vector<std::int64_t> pos;
   Bytes in, out;
+  Bytes cos, sin;    // the cos/sin cache rows at pos (n_tokens x rotary_dim/2), when given
   std::string line;  // the case header, for messages
 };
 
@@ -51,7 +53,8 @@ Bytes parse_bits(std::istringstream& is, Dtype d, std::int64_t n) {
   return b;
 }
 
-// The format written by golden/ggml_cpu_rope_gen.cpp (one head per token).
+// The format written by golden/ggml_cpu_rope_gen.cpp (one head per token); the ONNX Runtime set
+// adds the cos/sin cache rows it fed the op (golden/README.md).
 std::vector<GoldenCase> read_golden(const std::string& file) {
   std::ifstream f(std::string(ROPECHECK_GOLDEN_DIR) + "/" + file);
   if (!f) throw std::runtime_error("cannot open golden set " + file);
@@ -81,6 +84,9 @@ std::vector<GoldenCase> read_golden(const std::string& file) {
       c.in = parse_bits(is, c.dtype, n);
     else if (tag == "out")
       c.out = parse_bits(is, c.dtype, n);
+    else if (tag == "cos" || tag == "sin")
+      (tag == "cos" ? c.cos : c.sin) =
+          parse_bits(is, c.dtype, static_cast<std::int64_t>(c.pos.size()) * c.spec.n_pairs());
   }
   return cases;
 }
@@ -155,6 +161,60 @@ TEST(EngineGolden, GgmlCpuMutantsDifferFromRealCode) {
   EXPECT_GT(bad_hf, total / 10);
 }
 
+// ONNX Runtime 1.30.0's CPU RotaryEmbedding (contrib and opset 23: equal bits, one output kept),
+// f32 and f16, both layouts, partial rotary, positions up to 2^20 - 1 (golden/README.md).
+TEST(EngineGolden, OnnxRuntimeCpuMatchesRealCodeBitForBit) {
+  const auto cases = read_golden("onnxruntime_cpu.golden");
+  ASSERT_EQ(cases.size(), 36u);
+  std::int64_t total = 0;
+  EXPECT_EQ(golden_mismatches(engine("onnxruntime_cpu"), cases, &total, true), 0);
+  std::cout << "[onnxruntime_cpu] " << total << " outputs (" << cases.size()
+            << " cases, f32 and f16) equal to the real ONNX Runtime CPU op bit for bit\n";
+  RecordProperty("golden_outputs", std::to_string(total));
+}
+
+// The cache rows the golden set fed the op (PyTorch's, the model builder's way) are the engine's
+// exporter model, torch_cpu::token_table, bit for bit.
+TEST(EngineGolden, OnnxRuntimeCpuCacheIsTheExportersCache) {
+  std::int64_t rows = 0;
+  for (const GoldenCase& c : read_golden("onnxruntime_cpu.golden")) {
+    ASSERT_FALSE(c.cos.empty()) << c.line;
+    const auto inv_freq = engines::torch_cpu::inv_freq_f32(c.spec.base, c.spec.rotary_dim);
+    std::vector<float> cos_t, sin_t;
+    for (std::size_t t = 0; t < c.pos.size(); ++t, ++rows) {
+      if (c.dtype == Dtype::f16)
+        engines::torch_cpu::token_table<Eigen::half>(c.pos[t], inv_freq, 1.0f, cos_t, sin_t);
+      else
+        engines::torch_cpu::token_table<float>(c.pos[t], inv_freq, 1.0f, cos_t, sin_t);
+      for (std::int64_t i = 0; i < c.spec.n_pairs(); ++i) {
+        const std::int64_t e = static_cast<std::int64_t>(t) * c.spec.n_pairs() + i;
+        ASSERT_EQ(cos_t[i], get(c.dtype, c.cos, e)) << c.line << " pos " << c.pos[t] << " i " << i;
+        ASSERT_EQ(sin_t[i], get(c.dtype, c.sin, e)) << c.line << " pos " << c.pos[t] << " i " << i;
+      }
+    }
+  }
+  std::cout << "[onnxruntime_cpu] " << rows << " cache rows equal to the exporter's\n";
+}
+
+// The golden set has teeth: a cache from a base one f32 ulp off, and PyTorch eager's rotation on
+// the same cache (hf_eager: separately rounded products, and in f16 every op rounded to f16;
+// half-layout cases, the layout it takes) both differ from the real op.
+TEST(EngineGolden, OnnxRuntimeCpuMutantsDifferFromRealCode) {
+  const auto cases = read_golden("onnxruntime_cpu.golden");
+  std::vector<GoldenCase> half;
+  for (const GoldenCase& c : cases)
+    if (c.spec.layout == Layout::half) half.push_back(c);
+  std::int64_t total = 0, total_half = 0;
+  const SpecMutant off_base(engine("onnxruntime_cpu"), base_one_f32_ulp_up);
+  const std::int64_t bad_base = golden_mismatches(off_base, cases, &total, false);
+  const std::int64_t bad_eager = golden_mismatches(engine("hf_eager"), half, &total_half, false);
+  std::cout << "[onnxruntime_cpu mutants] base + 1 f32 ulp: " << bad_base << " of " << total
+            << " outputs differ; PyTorch eager rotation (hf_eager): " << bad_eager << " of "
+            << total_half << "\n";
+  EXPECT_GT(bad_base, 0);
+  EXPECT_GT(bad_eager, 0);
+}
+
 // ==== within the derived bound of the declared policy
 // =============================================
 struct EngineCase {
@@ -178,6 +238,11 @@ const std::vector<std::int64_t> kInt32Positions = {0,
 
 const std::vector<EngineCase> kEngineCases = {
     {"ggml_cpu", {{64, 64}, {128, 128}, {80, 32}, {7, 6}}, kInt32Positions},
+    // Cache rows are an int count: non-negative positions below 2^31 - 1. Tail dims (20, 24, 6)
+    // take the interleaved remainder's unfused pairs.
+    {"onnxruntime_cpu",
+     {{64, 64}, {128, 128}, {80, 32}, {80, 20}, {64, 24}, {7, 6}},
+     {0, 1, 64, 4095, 32768, 131072, 1000000, (1 << 24) + 1, 1000000007, (1 << 30) + 3}},
 };
 
 class EngineWithinBound : public ::testing::TestWithParam<EngineCase> {};
@@ -242,6 +307,27 @@ TEST(EnginePolicy, GgmlCpuDeclaredHfF32Fails) {
             << ", declared hf_f32 " << lying << "\n";
   EXPECT_LE(honest, 1.0);
   EXPECT_GT(lying, 1.0);
+}
+
+// ONNX Runtime declared with an f64 angle (what an exporter computing its cache in f64 would
+// give): the f32 angle of the model builder's cache errs beyond that bound at long context; the
+// honest declaration (hf_f32) stays within.
+TEST(EnginePolicy, OnnxRuntimeCpuDeclaredF64AngleFails) {
+  const Kernel& k = engine("onnxruntime_cpu");
+  const Redeclared as_f64(k, [](Policy p) {
+    p.recipe = AngleRecipe::inv_freq_f64;
+    p.angle = Dtype::f64;
+    return p;
+  });
+  const std::vector<std::int64_t> pos = {32768, 131072, 1000000};
+  for (Dtype d : {Dtype::f32, Dtype::f16}) {
+    const double honest = worst_utilization(k, d, pos);
+    const double lying = worst_utilization(as_f64, d, pos);
+    std::cout << "[onnxruntime_cpu " << name(d) << "] worst utilization: declared hf_f32 " << honest
+              << ", declared f64 angle " << lying << "\n";
+    EXPECT_LE(honest, 1.0);
+    EXPECT_GT(lying, 1.0);
+  }
 }
 
 }  // namespace

@@ -136,7 +136,8 @@ def kernel_policy(name, dtype):
 def apply_kernel(name, x, positions, spec):
     """Kernel `name` (a built-in kernel or an engine recipe such as "hf_eager") applied to x
     ([tokens, heads, head_dim] or [tokens, head_dim], torch or NumPy, f64/f32/f16/bf16) at the
-    integer positions [tokens]: a new tensor of x's kind, dtype and shape."""
+    integer positions [tokens] (or [tokens, n_axes] for a multi-axis spec such as M-RoPE: t, h,
+    w per token): a new tensor of x's kind, dtype and shape."""
     raw, d = _raw(x, "x")
     squeeze = raw.ndim == 2
     if squeeze:
@@ -338,8 +339,8 @@ def save_dump(path, *, positions, spec, policy=None, tensor_layout=None, metadat
     spec's keys, the declared policy when given, tensor_layout when given, and the string keys of
     metadata=, e.g. a fused FP8 cache dump's chain). A fused RoPE + FP8 quantization + cache-write
     dump gives x, slot_mapping, cache_before, cache_after (Fp8Bytes, uint8, or torch float8) and
-    scale (README, "Fused FP8 cache writes"). The file is written to a temporary name and renamed,
-    so PATH is never half-written."""
+    scale (docs/check.md, "Fused FP8 cache writes"). The file is written to a temporary name and
+    renamed, so PATH is never half-written."""
     if not tensors:
         raise ValueError("save_dump: give the tensors by name, e.g. x=..., y=...")
     entries = []
@@ -728,9 +729,10 @@ def validate(fn, dtypes=("f32",), layouts=("half",), head_dims=(64, 128), policy
     backward=True: also the Backward* properties, on the gradient autograd computes through fn
     (a torch.autograd.Function with a hand-written backward is called as training calls it):
     grad_x for an upstream gradient g must be s R(m)^T g within the derived bound, satisfy
-    <fn(x), g> = <x, grad_x>, undo the forward, copy the pass-through gradient, and so on (README,
-    "Backward kernels"). backward_fn=callable: the same properties on a backward the kernel exposes
-    directly, called as fn is (g in place of x; returns grad_x). Without either they read n/a.
+    <fn(x), g> = <x, grad_x>, undo the forward, copy the pass-through gradient, and so on
+    (docs/check.md, "Backward kernels"). backward_fn=callable: the same properties on a backward
+    the kernel exposes directly, called as fn is (g in place of x; returns grad_x). Without either
+    they read n/a.
 
     Ctrl-C (or a signal handler that raises, or fn raising KeyboardInterrupt / SystemExit) stops
     the run: the `ropecheck` process is killed and reaped, its files removed, and the exception

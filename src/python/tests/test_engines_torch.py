@@ -188,6 +188,99 @@ def test_vectorized_trig_differs_only_in_the_table():
     assert ulps.max() <= 1
 
 
+# ---- hf_eager's scaling variants, partial rotary and M-RoPE (golden/hf_eager_scaled.npz) --------
+SCALED = np.load(GOLDEN / "hf_eager_scaled.npz", allow_pickle=False)
+SCALED_META = json.loads(str(SCALED["meta"]))
+# HF takes a call's length as max(position_ids) + 1 (dynamic's update, Phi-3's LongRoPE choice);
+# the spec carries it as seq_len.
+LENGTH_KINDS = ("dynamic", "longrope")
+
+
+def scaled_inputs(i, **override):
+    """(x, positions [tokens] or [tokens, 3], spec, golden bits) of hf_eager_scaled case i;
+    override replaces scaling parameters (the broken engines below)."""
+    c = SCALED_META["cases"][i]
+    pos = SCALED[c["positions"]]
+    n_tok = pos.shape[-1]
+    n = n_tok * c["heads"] * c["head_dim"]
+    x = as_torch(SCALED[f"x_{c['dtype']}"][:n], c["dtype"]).reshape(n_tok, c["heads"],
+                                                                    c["head_dim"])
+    scaling = dict(c["spec_scaling"])
+    if scaling["kind"] in LENGTH_KINDS:
+        scaling["seq_len"] = int(pos.max()) + 1
+    scaling.update(override)
+    extra = {"sections": c["sections"], "layout": "mrope"} if "sections" in c else {}
+    spec = rc.Spec(head_dim=c["head_dim"], rotary_dim=c["rotary_dim"], base=c["base"],
+                   **dict({"layout": "half"}, **extra),
+                   scaling=None if scaling["kind"] == "none" else scaling)
+    positions = torch.from_numpy(np.ascontiguousarray(pos.T if pos.ndim == 2 else pos))
+    want = SCALED[f"out{i}"].view(DTYPES[c["dtype"]][0])
+    return x, positions, spec, want
+
+
+def scaled_cases():
+    return [pytest.param(i, id=f"{c['variant']}-{c['dtype']}-hd{c['head_dim']}-rd{c['rotary_dim']}-"
+                         f"b{c['base']:g}-{c['ctx']}-{i}")
+            for i, c in enumerate(SCALED_META["cases"])]
+
+
+SCALED_COMPARED = [0]
+
+
+@pytest.mark.parametrize("i", scaled_cases())
+def test_hf_eager_scaled_matches_golden(i):
+    x, pos, spec, want = scaled_inputs(i)
+    assert mismatches(rc.apply_kernel("hf_eager", x, pos, spec), x, want) == 0
+    SCALED_COMPARED[0] += x.numel()
+
+
+def test_scaled_golden_set_covers_every_variant():
+    """Every rope_type at f32/bf16/f16, contexts up to 1M and past 2^24; LongRoPE on both sides of
+    its switch and dynamic NTK on both of its paths; partial rotary; M-RoPE with distinct axes."""
+    cases = SCALED_META["cases"]
+    assert {c["variant"] for c in cases} == {"linear", "dynamic", "yarn", "longrope", "llama3",
+                                             "partial", "mrope"}
+    assert all({c["dtype"] for c in cases if c["variant"] == v} == {"f32", "bf16", "f16"}
+               for v in {c["variant"] for c in cases})
+    assert SCALED_META["aten_cpu_capability"] == "default"
+    for kind, limit in (("longrope", 4096), ("dynamic", 4096)):
+        tops = {int(SCALED[c["positions"]].max()) + 1 for c in cases if c["variant"] == kind}
+        assert min(tops) <= limit < max(tops)
+    assert max(int(SCALED[c["positions"]].max()) for c in cases) >= 1 << 24
+    mrope = [SCALED[c["positions"]] for c in cases if c["variant"] == "mrope"]
+    assert all(p.ndim == 2 and (p[0] != p[1]).any() and (p[1] != p[2]).any() for p in mrope)
+    assert any(c["rotary_dim"] < c["head_dim"] and c["spec_scaling"]["kind"] != "none"
+               for c in cases)
+
+
+def test_scaled_compared_counts():
+    total = sum(SCALED[f"out{i}"].size for i in range(len(SCALED_META["cases"])))
+    print(f"\nhf_eager_scaled: {SCALED_COMPARED[0]} elements compared bit for bit ({total} rotated),"
+          f" 0 mismatches")
+    assert SCALED_COMPARED[0] >= total > 0
+
+
+def first_scaled_case(variant, ctx=None):
+    return next(i for i, c in enumerate(SCALED_META["cases"])
+                if c["variant"] == variant and c["dtype"] == "f32" and ctx in (None, c["ctx"]))
+
+
+@pytest.mark.parametrize("variant,ctx,override", [
+    ("linear", None, {"factor": 16.0}),                 # the factor applied twice
+    ("yarn", "128k", {"attention_factor": 1.1386294361119891 ** 2}),  # mscale applied twice
+    ("dynamic", "32k", {"seq_len": 0}),                 # dynamic computed as a constant
+    ("longrope", "128k", {"seq_len": 4096}),            # short factors at a long call
+    ("llama3", "128k", {"kind": "none"}),               # llama3 computed and not returned
+])
+def test_broken_scaling_paths_are_caught(variant, ctx, override):
+    """hf_eager run on a wrong spec (the reported engine bugs) differs from HF's bits."""
+    i = first_scaled_case(variant, ctx)
+    x, pos, spec, want = scaled_inputs(i, **override)
+    wrong = mismatches(rc.apply_kernel("hf_eager", x, pos, spec), x, want)
+    print(f"\n{variant} with {override}: {wrong} of {want.size} outputs differ")
+    assert wrong > want.size // 10
+
+
 # ---- the binding ---------------------------------------------------------------------------------
 def test_f32_hf_recipe_is_table_f32():
     """ropecheck's own `table_f32` is the same f32 recipe: equal bits to hf_eager in f32."""
