@@ -280,7 +280,7 @@ elseif(CASE STREQUAL "validate_shard")
     message(FATAL_ERROR "shards [${s0}] + [${s1}] != unsharded [${all}]")
   endif()
 elseif(CASE STREQUAL "atlas_model")
-  # --engines --hf-config: the engines on one model's spec; a spec no engine runs is exit 2.
+  # --engines --hf-config: the engines on one model's spec.
   set(W ${WORK}/atlas_model)
   file(REMOVE_RECURSE ${W})
   file(WRITE ${W}/qwen2.json "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 3584, \"num_attention_heads\": 28, \"rope_theta\": 1000000.0, \"max_position_embeddings\": 32768}")

@@ -52,7 +52,9 @@
 //      scaled theta_i in [2^-125, 2^127 / |m|] (|m| >= 1); otherwise no angle claim (cap 2).
 //      Other scaling kinds declared ladder_f32 get the table's generic f32 angle (8.: theta'_i
 //      from the f64 formulas rounded into f32, pow_product's terms, one f32 product), as for the
-//      other recipes; ggml's own YaRN ramp evaluation is not that recipe and is not claimed.
+//      other recipes, except yarn and llama3: ladder_f32 on a yarn spec is ggml's own f32 YaRN
+//      (correction dims, ramp, mix and mscale in f32), on a llama3 spec the ladder divided by the
+//      rope_freqs llama.cpp's converter computes in torch f32; both derived in ladder_scaled.cpp.
 //    inv_freq_f64 (gemma.cpp ops/ops.h CreateInvTimescale; the host's inv_freq tables): theta_i =
 //    1 / pow(base, 2i/rd) in f64 (base is an f64 exactly; the exponent rounds: e ln(base) u64;
 //    pow within 1 ulp: 2 u64; the reciprocal: u64), then rounded once into the angle precision A
@@ -196,6 +198,7 @@
 // Compositions, scores and the inverse are bounded from these per-pair absolute bounds (header).
 #include "ropecheck/bounds.hpp"
 
+#include "ladder_scaled.hpp"
 #include "scaled_f32.hpp"
 
 #include <algorithm>
@@ -378,13 +381,22 @@ PairBounds::AngleTerms recipe_angle_terms(const Policy& policy, const RopeSpec& 
                                          : theta_scaled[static_cast<std::size_t>(pair)];
   if (policy.recipe == AngleRecipe::ladder_f32 &&
       (sc.kind == ScalingKind::none || sc.kind == ScalingKind::linear ||
-       sc.kind == ScalingKind::freq_factors)) {
+       sc.kind == ScalingKind::freq_factors || sc.kind == ScalingKind::yarn ||
+       sc.kind == ScalingKind::llama3)) {
     const double theta = std::pow(spec.base, -e);
     t.ladder = true;
     t.m_big = 0x1p24;
     const bool always_inf = ladder_f32_always_inf(spec, theta, t.theta);
     t.rel = always_inf ? inf : ladder_f32_rel(spec, pair, false);
     t.rel_big = always_inf ? inf : ladder_f32_rel(spec, pair, true);
+    if (sc.kind == ScalingKind::yarn) {
+      t.rel = detail::ladder_yarn_angle_rel(spec, pair, t.rel);
+      t.rel_big = detail::ladder_yarn_angle_rel(spec, pair, t.rel_big);
+    }
+    if (sc.kind == ScalingKind::llama3) {
+      t.rel = detail::ladder_llama3_angle_rel(spec, pair, t.rel);
+      t.rel_big = detail::ladder_llama3_angle_rel(spec, pair, t.rel_big);
+    }
     t.ladder_theta_max = std::max(theta, t.theta);
     return t;
   }
@@ -495,7 +507,11 @@ PairBound position_free_bound(const Policy& policy, const RopeSpec& spec, Dtype 
   const double af_rel = attention_factor_rel(spec.scaling);
   const double s_eff = magnitude_f64(spec);
   const double s_rel = af_rel + (s_eff != spec.scale ? u64 : 0.0);
-  const double Sc_rel = (is_power_of_two(s_eff) && s_rel == 0 ? 0.0 : 2 * std::max(uT, uR)) + s_rel;
+  const bool ggml_yarn =
+      policy.recipe == AngleRecipe::ladder_f32 && spec.scaling.kind == ScalingKind::yarn;
+  const double Sc_rel =
+      ggml_yarn ? detail::ladder_yarn_scale_rel(spec)
+                : (is_power_of_two(s_eff) && s_rel == 0 ? 0.0 : 2 * std::max(uT, uR)) + s_rel;
 
   // 5. storage
   const double S_rel = out_rz ? 2 * uD : uD;

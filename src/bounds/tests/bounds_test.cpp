@@ -174,9 +174,10 @@ TEST(Bounds, LadderF32AngleTermByHand) {
   ff.scaling.freq_factors[7] = 1.1;
   EXPECT_NEAR(bounds::angle_error_bound(kLadder, ff, 5, 100).rel, (5 * (k1 + 1) + 1) * u, 1e-4 * u);
   EXPECT_NEAR(bounds::angle_error_bound(kLadder, ff, 7, 100).rel, (7 * (k1 + 1) + 2) * u, 1e-4 * u);
-  // Other kinds: the table's generic f32 angle, as pow_product with an f32 angle.
+  // Other kinds (here dynamic NTK; yarn and llama3 have ggml's own f32 terms, ladder_scaled.cpp):
+  // the table's generic f32 angle, as pow_product with an f32 angle.
   RopeSpec ll = s;
-  ll.scaling = llama31_scaling();
+  ll.scaling = example_scaling(ScalingKind::dynamic, s.n_pairs());
   Policy pf32 = kLadder;
   pf32.recipe = AngleRecipe::pow_product;
   EXPECT_EQ(bounds::angle_error_bound(kLadder, ll, 40, 5000).rel,

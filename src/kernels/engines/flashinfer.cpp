@@ -27,6 +27,8 @@
 //     the other product; the bound is the same, bounds.cpp section 3);
 //   flush-to-zero of f32 subnormals (-use_fast_math implies -ftz=true) is not modelled: it only
 //     touches bf16 inputs below 2^-126.
+// Scaling rows: linear (rope_scale) and Llama 3.1 (apply_llama31_rope_pos_ids, below); the
+// declared recipe makes no angle claim for llama3 (bounds.cpp section 1, fast_powf_f32).
 // FlashInfer takes f16 and bf16 (DISPATCH_DLPACK_DTYPE_TO_CTYPE_FP16), head dims 64, 128, 256,
 // 512 (DISPATCH_HEAD_DIM), int32 or int64 positions, no magnitude scale. Each thread rotates a
 // chunk of vec_size = max(8, head_dim / 32) elements when the chunk starts below rotary_dim, so a
@@ -35,6 +37,7 @@
 // check it; this emulation's supports() rejects such rotary dims instead.
 #include "engine.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -42,12 +45,34 @@
 namespace ropecheck::engines {
 namespace {
 
+// BatchQKApplyLlama31RotaryPosIds (pos_enc.cuh, same commit): the host sets rope_rcp_scale =
+// 1.0f / factor, smooth_a = old_context_length / (2 * M_PI * high - 2 * M_PI * low) (double, then
+// float), smooth_b = -1.0f / (high / low - 1.0f); the kernel, per pair, smooth = clamp(freq *
+// smooth_a + smooth_b, 0, 1) and freq = (1 - smooth) * (freq * rope_rcp_scale) + smooth * freq,
+// both contracted to FMA under -use_fast_math (modelled: the first product fused, as for the
+// rotation). HF's wavelength bands are this clamp: smooth >= 1 keeps freq, <= 0 divides it.
+float llama31_freq(const Scaling& sc, float freq) {
+  const float rcp_scale = 1.0f / static_cast<float>(sc.factor);
+  const float low = static_cast<float>(sc.low_freq_factor);
+  const float high = static_cast<float>(sc.high_freq_factor);
+  const double two_pi = 2 * 3.14159265358979323846;
+  const auto smooth_a = static_cast<float>(
+      static_cast<double>(static_cast<float>(sc.original_max_position_embeddings)) /
+      (two_pi * high - two_pi * low));
+  const float smooth_b = -1.0f / (high / low - 1.0f);
+  const float smooth = std::max(0.0f, std::min(1.0f, std::fma(freq, smooth_a, smooth_b)));
+  return std::fma(1 - smooth, freq * rcp_scale, smooth * freq);
+}
+
 template <class T>
 void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
-  const double lin = spec.scaling.kind == ScalingKind::linear ? spec.scaling.factor : 0.0;
+  const ScalingKind kind = spec.scaling.kind;
+  const double lin = kind == ScalingKind::linear ? spec.scaling.factor : 0.0;
   std::vector<float> freq(static_cast<std::size_t>(spec.n_pairs()));
-  for (std::size_t i = 0; i < freq.size(); ++i)
+  for (std::size_t i = 0; i < freq.size(); ++i) {
     freq[i] = fast_powf_f32_inv_freq(spec.base, static_cast<std::int64_t>(i), spec.rotary_dim, lin);
+    if (kind == ScalingKind::llama3) freq[i] = llama31_freq(spec.scaling, freq[i]);
+  }
   // vec[i] * cos + (-partner or partner) * sin, contracted by nvcc (-fmad=true).
   rotate_cuda_fast<T>(spec, a, freq,
                       [](float x0, float x1, float c, float s, float& y0, float& y1) {
@@ -95,7 +120,11 @@ class FlashInferKernel final : public EngineBase {
   }
   bool supports(const RopeSpec& spec, Dtype d) const override {
     const ScalingKind k = spec.scaling.kind;
-    if (spec.scale != 1 || (k != ScalingKind::none && k != ScalingKind::linear)) return false;
+    const Scaling& sc = spec.scaling;
+    const bool llama31 = k == ScalingKind::llama3 && sc.low_freq_factor > 0 &&
+                         sc.high_freq_factor != sc.low_freq_factor;
+    if (spec.scale != 1 || (k != ScalingKind::none && k != ScalingKind::linear && !llama31))
+      return false;
     const std::int64_t hd = spec.head_dim, rd = spec.rotary_dim;
     if (hd != 64 && hd != 128 && hd != 256 && hd != 512) return false;
     const std::int64_t vec = std::max<std::int64_t>(8, hd / 32);

@@ -20,9 +20,15 @@
 //   the contraction fma(x0, cos, -(x1 * sin)), fma(x0, sin, x1 * cos) as ggml_cpu's GCC build
 //     (nvcc may fuse the other product; the bound is the same); flush-to-zero is not modelled
 //     (f32 and f16 values never reach f32 subnormals here but for inputs below 2^-126).
+// Scaled rows (the same rope.cu): theta_base / freq_factors[i] (the fast-math division, modelled
+//   correctly rounded), then rope_yarn as on the CPU (freq_scale, the YaRN ramp and mix, mscale
+//   with logf = __logf, modelled correctly rounded; corr dims by the host's ggml.c, libm);
+//   rope_multi (GGML_ROPE_TYPE_MROPE): theta_base = pos[axis of the pair's section] * __powf(...).
+//   llama.cpp's parameters as for ggml_cpu (ggml_rope.hpp). The declared recipe makes no angle
+//   claim for scaled specs (bounds.cpp section 1, fast_powf_ladder_f32): their bound is the cap.
 // ggml's CUDA rope takes f32 and f16 (GGML_ASSERT in ggml_cuda_op_rope), int32 positions, any
-// even number of rotated dims, NORMAL (interleaved) and NEOX (half).
-#include "engine.hpp"
+// even number of rotated dims, NORMAL (interleaved), NEOX (half) and MROPE.
+#include "ggml_rope.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -32,29 +38,33 @@
 namespace ropecheck::engines {
 namespace {
 
+// pos[i2] * __powf(theta_scale, iw / 2.0f) per pair (pos the pair's axis), __sincosf and
+// __logf as modelled (engine.hpp cuda_fast_sincos; log in f64 rounded once).
 template <class T>
-void rotate_all(const RopeSpec& spec, const TensorArgs& a) {
+void run(const RopeSpec& spec, const TensorArgs& a, const GgmlRopeParams& p) {
   std::vector<float> inv(static_cast<std::size_t>(spec.n_pairs()));
   for (std::size_t i = 0; i < inv.size(); ++i) {
     const auto [j, dim] = spec.ladder(static_cast<std::int64_t>(i));
     inv[i] = fast_powf_ladder_f32_inv_freq(spec.base, j, dim);
   }
-  // pos[i2] is an int32 (GgmlBackend::apply refuses others): float(pos) as for any position.
-  // x0*cos - x1*sin and x0*sin + x1*cos, contracted by nvcc (-fmad=true) as GCC does ggml_cpu's.
-  rotate_cuda_fast<T>(spec, a, inv, [](float x0, float x1, float c, float s, float& y0, float& y1) {
-    y0 = std::fma(x0, c, -(x1 * s));
-    y1 = std::fma(x0, s, x1 * c);
-  });
+  const auto angles = [&](const float pos[3], std::vector<float>& theta) {
+    for (std::size_t i = 0; i < theta.size(); ++i)
+      theta[i] = pos[p.multi ? spec.pair_axis(static_cast<std::int64_t>(i)) : 0] * inv[i];
+  };
+  const auto fast_log = [](float x) {
+    return static_cast<float>(std::log(static_cast<double>(x)));
+  };
+  ggml_rotate<T>(spec, a, p, angles, cuda_fast_sincos, fast_log);
 }
 
-class GgmlCudaKernel final : public GgmlBackend {
+class GgmlCudaKernel final : public GgmlScaledBackend {
  public:
-  GgmlCudaKernel() : GgmlBackend(&rotate_all<float>, &rotate_all<Eigen::half>) {}
+  GgmlCudaKernel() : GgmlScaledBackend(&run<float>, &run<Eigen::half>) {}
   std::string name() const override { return "ggml_cuda"; }
   std::string description() const override {
     return "llama.cpp / ggml CUDA rope (-use_fast_math): inv_freq = __powf(powf(base, -2/n_dims), "
-           "i), f32 angle, __cosf/__sinf (argument in f32 turns), f32 FMA rotation (GPU "
-           "fast-math modelled)";
+           "i), f32 angle, freq_scale, rope_freqs, YaRN and ggml_rope_multi as on the CPU, "
+           "__cosf/__sinf (argument in f32 turns), f32 FMA rotation (GPU fast-math modelled)";
   }
   Provenance provenance() const override {
     return {"llama.cpp / ggml CUDA backend (ggml_rope_ext)",
