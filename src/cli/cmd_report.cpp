@@ -202,6 +202,12 @@ reports::Options parse_options(const ReportArgs& a) {
   touch_shard_status_file();
   o.variants = !a.no_variants;
   o.spec = a.hf.read();
+  // Dynamic NTK and LongRoPE depend on the call's length: transformers takes max(position) + 1,
+  // so a report whose sampled positions reach max_position reads a call that long (LongRoPE's
+  // long factors past the original context); --seq-len, when given, must cover it.
+  if (o.spec)
+    o.spec = with_runtime_seq_len(*o.spec, o.max_position, "--seq-len",
+                                  std::to_string(o.max_position) + " (--max-position)");
   if (a.out.empty()) throw UsageError("--out: give the output directory");
   try {
     reports::validate(o);

@@ -118,8 +118,10 @@ int report_models(const std::string& list, const reports::Options& base,
   int status = 0;
   for (const ModelPreset* p : models) {
     reports::Options o = base;
-    o.spec = p->spec();
     o.max_position = model_max_position(*p);
+    // A call as long as the atlas's longest context (as for --hf-config): LongRoPE's long factors
+    // and dynamic NTK's base at that length, what a model served at that context computes.
+    o.spec = with_runtime_seq_len(p->spec(), o.max_position, p->name, "");
     const reports::Progress prog =
         progress ? [&](const std::string& m) { progress("[" + p->name + "] " + m); }
                  : reports::Progress{};
