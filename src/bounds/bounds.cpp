@@ -194,6 +194,8 @@
 // Compositions, scores and the inverse are bounded from these per-pair absolute bounds (header).
 #include "ropecheck/bounds.hpp"
 
+#include "scaled_vllm.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -372,6 +374,7 @@ PairBounds::AngleTerms recipe_angle_terms(const Policy& policy, const RopeSpec& 
   const Scaling& sc = spec.scaling;
   t.theta = sc.kind == ScalingKind::none ? std::pow(spec.base, -e)
                                          : theta_scaled[static_cast<std::size_t>(pair)];
+  if (policy.recipe == AngleRecipe::vllm_f32) return vllm_f32_angle_terms(spec, pair, t);
   if (policy.recipe == AngleRecipe::ladder_f32 &&
       (sc.kind == ScalingKind::none || sc.kind == ScalingKind::linear ||
        sc.kind == ScalingKind::freq_factors)) {
