@@ -99,30 +99,6 @@ def test_vllm_native_matches_golden(i):
     COMPARED["vllm_native"] += x.numel()
 
 
-def test_golden_sets_cover_the_sampled_domain():
-    """Each set holds f32/f16/bf16 (+ f64 for HF), full and partial rotary, both bases, positions
-    past 2^24 (where float(m) rounds) and, for HF, negative ones, made at the scalar CPU loops."""
-    for engine, (arrays, meta) in GOLD.items():
-        dts = {c["dtype"] for c in meta["cases"]}
-        assert {"f32", "f16", "bf16"} <= dts
-        assert ("f64" in dts) == (engine == "hf_eager")
-        assert any(c["rotary_dim"] < c["head_dim"] for c in meta["cases"])
-        assert meta["aten_cpu_capability"] == "default"
-        pos = arrays["positions"]
-        assert pos.max() > (1 << 24) and (pos.min() < 0) == (engine == "hf_eager")
-
-
-def test_compared_counts():
-    """Printed for the record (pytest -s / the ctest log). Runs after the golden tests: every
-    golden element was compared."""
-    total = {e: sum(a.size for k, a in GOLD[e][0].items() if k.startswith("out")) for e in ENGINES}
-    total["vllm_native_scaled"] = sum(a.size for k, a in SCALED[0].items() if k.startswith("out"))
-    print(f"\nengines_torch: golden outputs compared bit for bit: {COMPARED} elements "
-          f"({total} of them rotated dims), 0 mismatches")
-    for e in total:
-        assert COMPARED.get(e, 0) >= total[e] > 0
-
-
 # ---- vLLM's scaled classes (golden/vllm_native_scaled.npz) ---------------------------------------
 # Each case names its own positions (`positions<config>`: below the cache's extent `rows`, up to
 # its last row) and its variant's parameters; `seq_len` of a LongRoPE case is vLLM's max_model_len.
@@ -229,6 +205,30 @@ def test_dynamic_ntk_at_hf_short_length_is_caught():
                                      base=c["base"], layout=c["layout"]))
     print(f"\ndynamic NTK at HF's base below L on vLLM's golden set: {wrong} of {total} differ")
     assert wrong > total // 2
+
+
+def test_golden_sets_cover_the_sampled_domain():
+    """Each set holds f32/f16/bf16 (+ f64 for HF), full and partial rotary, both bases, positions
+    past 2^24 (where float(m) rounds) and, for HF, negative ones, made at the scalar CPU loops."""
+    for engine, (arrays, meta) in GOLD.items():
+        dts = {c["dtype"] for c in meta["cases"]}
+        assert {"f32", "f16", "bf16"} <= dts
+        assert ("f64" in dts) == (engine == "hf_eager")
+        assert any(c["rotary_dim"] < c["head_dim"] for c in meta["cases"])
+        assert meta["aten_cpu_capability"] == "default"
+        pos = arrays["positions"]
+        assert pos.max() > (1 << 24) and (pos.min() < 0) == (engine == "hf_eager")
+
+
+def test_compared_counts():
+    """Printed for the record (pytest -s / the ctest log). Runs after the golden tests: every
+    golden element was compared."""
+    total = {e: sum(a.size for k, a in GOLD[e][0].items() if k.startswith("out")) for e in ENGINES}
+    total["vllm_native_scaled"] = sum(a.size for k, a in SCALED[0].items() if k.startswith("out"))
+    print(f"\nengines_torch: golden outputs compared bit for bit: {COMPARED} elements "
+          f"({total} of them rotated dims), 0 mismatches")
+    for e in total:
+        assert COMPARED.get(e, 0) >= total[e] > 0
 
 
 # ---- the comparison can fail -------------------------------------------------------------------
