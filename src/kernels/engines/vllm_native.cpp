@@ -258,7 +258,8 @@ class VllmNativeKernel final : public EngineBase {
             "phi3_long_rope_scaled_rope.py @ 17d618b0f944610b73e79e6726983fbe7679f613",
             "bit for bit against golden sets made by those classes at those commits in PyTorch "
             "1.13 CPU (unscaled: 33,792 outputs, src/python/tests/golden/vllm_native.npz; scaled: "
-            "src/python/tests/golden/vllm_native_scaled.npz; ctest engines_torch)",
+            "201,216 outputs of 42 cases, src/python/tests/golden/vllm_native_scaled.npz; ctest "
+            "engines_torch)",
             "trig: glibc cosf/sinf, PyTorch's scalar CPU loop (ATEN_CPU_CAPABILITY=default); "
             "the cache built by PyTorch's AVX2/AVX-512 loops (SLEEF u10) or on the GPU differs by "
             "1-2 ulp in some entries, covered by the declared trig_error; MRotaryEmbedding not "
