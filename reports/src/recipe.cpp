@@ -62,7 +62,7 @@ double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::
       return static_cast<double>(static_cast<float>(m) * static_cast<float>(inv));
     return rd(rd(static_cast<double>(m), p.angle) * rd(inv, p.angle), p.angle);
   }
-  if (p.recipe == AngleRecipe::hf_f32) {
+  if (p.recipe == AngleRecipe::hf_f32 || p.recipe == AngleRecipe::vllm_f32) {  // unscaled: one
     const float base_f = static_cast<float>(spec.base);
     const float rd_f = static_cast<float>(spec.rotary_dim);
     const float inv = 1.0f / std::pow(base_f, static_cast<float>(2 * i) / rd_f);
@@ -94,6 +94,7 @@ double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::
 int recipe_key(const Policy& p) {
   switch (p.recipe) {
     case AngleRecipe::hf_f32:
+    case AngleRecipe::vllm_f32:  // the same angles unscaled; scaled specs take the generic path
       return 100;
     case AngleRecipe::ladder_f32:
       return 101;

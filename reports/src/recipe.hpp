@@ -15,7 +15,8 @@ namespace ropecheck::reports::detail {
 //   pow_product: theta = pow(base, -2i/rd) and angle = m * theta, every step rounded into
 //                p.angle (f64: std::pow on doubles; f32: std::pow on floats, as C++ kernels do);
 //   hf_f32:      inv_freq = 1.0f / powf(float(base), float(2i) / float(rd)),
-//                angle = float(m) * inv_freq (HF / vLLM);
+//                angle = float(m) * inv_freq (HF / vLLM); vllm_f32 unscaled is the same
+//                (its scaled f32 steps are not reproduced: the generic scaled path below);
 //   ladder_f32:  ts = powf(float(base), -2.0f / float(dim)), theta = float(m), then j products
 //                theta *= ts, (j, dim) = spec.ladder(i) (ggml / llama.cpp CPU); linear:
 //                (1.0f / float(factor)) * theta, freq_factors: theta / float(ff_i), in float. The

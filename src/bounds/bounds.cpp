@@ -200,6 +200,7 @@
 
 #include "ladder_scaled.hpp"
 #include "scaled_f32.hpp"
+#include "scaled_vllm.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -379,6 +380,7 @@ PairBounds::AngleTerms recipe_angle_terms(const Policy& policy, const RopeSpec& 
   const Scaling& sc = spec.scaling;
   t.theta = sc.kind == ScalingKind::none ? std::pow(spec.base, -e)
                                          : theta_scaled[static_cast<std::size_t>(pair)];
+  if (policy.recipe == AngleRecipe::vllm_f32) return vllm_f32_angle_terms(spec, pair, t);
   if (policy.recipe == AngleRecipe::ladder_f32 &&
       (sc.kind == ScalingKind::none || sc.kind == ScalingKind::linear ||
        sc.kind == ScalingKind::freq_factors || sc.kind == ScalingKind::yarn ||

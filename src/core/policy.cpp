@@ -24,14 +24,16 @@ const char* name(AngleRecipe r) {
       return "fast_powf_f32";
     case AngleRecipe::fast_powf_ladder_f32:
       return "fast_powf_ladder_f32";
+    case AngleRecipe::vllm_f32:
+      return "vllm_f32";
   }
   return "?";
 }
 
 std::optional<AngleRecipe> parse_angle_recipe(std::string_view s) {
-  for (AngleRecipe r :
-       {AngleRecipe::pow_product, AngleRecipe::hf_f32, AngleRecipe::ladder_f32,
-        AngleRecipe::inv_freq_f64, AngleRecipe::fast_powf_f32, AngleRecipe::fast_powf_ladder_f32})
+  for (AngleRecipe r : {AngleRecipe::pow_product, AngleRecipe::hf_f32, AngleRecipe::ladder_f32,
+                        AngleRecipe::inv_freq_f64, AngleRecipe::fast_powf_f32,
+                        AngleRecipe::fast_powf_ladder_f32, AngleRecipe::vllm_f32})
     if (s == name(r)) return r;
   return std::nullopt;
 }

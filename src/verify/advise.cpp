@@ -168,6 +168,8 @@ const char* recipe_meaning(AngleRecipe r) {
       return "CUDA -use_fast_math __powf inv_freq, angle in f32";
     case AngleRecipe::fast_powf_ladder_f32:
       return "llama.cpp CUDA: __powf(theta_scale, i), angle in f32";
+    case AngleRecipe::vllm_f32:
+      return "vLLM: hf_f32's inv_freq, scaling formulas in f32 (linear divides the position)";
     default:
       return "theta = base^(-2i/d) and m * theta in the angle precision";
   }

@@ -1,28 +1,238 @@
 // `vllm_native`: vLLM's RotaryEmbedding.forward_native (the PyTorch path: CPU, and the reference
-// the CUDA op is tested against), default rotary embedding, NeoX (half) and GPT-J (interleaved).
-// Follows (read through the search tool's stored copies; the full snapshots were too large to
-// fetch):
-//   vllm-project/vllm vllm/model_executor/layers/rotary_embedding/base.py
-//     @ 04458da08417899fc04046216c986d28abeb85af  (RotaryEmbedding)
+// the CUDA op is tested against) and the scaled classes beside it, NeoX (half) and GPT-J
+// (interleaved). Follows (read through the search tool's stored copies; the full snapshots were
+// too large to fetch; each file at the one commit the store holds for it):
+//   vllm-project/vllm vllm/model_executor/layers/rotary_embedding/
+//     base.py @ 04458da08417899fc04046216c986d28abeb85af (RotaryEmbedding)
 //       _compute_inv_freq: inv_freq_i = 1 / base^(f32(2i) / rotary_dim) on f32 tensors
 //       _compute_cos_sin_cache: an f32 row of positions 0 .. max_position_embeddings - 1, its
 //         outer product with inv_freq (an einsum), then cos and sin of it concatenated per row
 //       __init__: the cache cast to the model dtype
 //       forward_native: the cache rows gathered by position; the rotary slice rotated, the rest
 //         concatenated back unchanged
-//   vllm-project/vllm vllm/model_executor/layers/rotary_embedding/common.py
-//     @ 002d181a55a03803d7d69547846630069d2378b8  (apply_rotary_emb_torch)
-//       NeoX splits the rotary part into halves, GPT-J into even and odd elements; the outputs
-//       are x1 cos - x2 sin and x2 cos + x1 sin, each op in the model dtype
-// The position row holds float(m) at row m (exact below 2^24, rounded above, as a cast);
-// the einsum is one f32 product per entry. So the table is torch_cpu::token_table with scale 1,
-// and the rotation torch_cpu::rotate_head: one rounding per op in the model dtype. Positions
-// index the cache: non-negative only (declared in domain()); no magnitude scale in this class.
+//     common.py @ 1593f0c1de61ba1e6efb9315ac8d0a3d2fe14cdd (and 002d181a55a0 for the unscaled
+//     golden set; the same apply_rotary_emb_torch): NeoX splits the rotary part into halves,
+//     GPT-J into even and odd elements; x1 cos - x2 sin and x2 cos + x1 sin, each op in the
+//     model dtype; YaRN's correction range in Python floats (floor / ceil, clamped) and its ramp
+//     (arange - low) / (high - low) clamped to [0, 1] in f32
+//     linear_scaling_rope.py @ 0f17ee061e413bf8ab7927f926f69cdff24dc63e: the position row
+//       divided by the factor in f32 (t / factor), inv_freq unscaled; ceil(L * factor) rows
+//     dynamic_ntk_scaling_rope.py @ 50feac95f9e53a97d6ed27fee6bfe3b163d18594: one base for the
+//       whole cache, base * (factor * max_len / L - (factor - 1)) ** (rd / (rd - 2)) in Python
+//       floats with max_len = L * factor: HF's dynamic formula at seq_len = factor * L, at every
+//       position (HF uses base itself until the sequence passes L); ceil(max_len) rows
+//     yarn_scaling_rope.py @ ffdc985737c94233f2c88629c4450022e5bf4925 and
+//     deepseek_scaling_rope.py @ 00d678e109f09c2d1845e7a6626ba9fd5980e4f0: pos = base **
+//       (arange / rd) in f32; extrapolation 1 / pos, interpolation 1 / (factor * pos); mask =
+//       1 - ramp; inv_freq = interp * (1 - mask) + extrap * mask (four f32 ops); cos and sin
+//       times mscale in f32 (YaRN: 0.1 ln f + 1; DeepSeek: the mscale / mscale_all_dim ratio);
+//       ceil(original * factor) rows
+//     llama3_rope.py @ 045d7575500e01e0f4a7ff84e039a9f7f7dc3bd0: wave_len = 2pi / inv_freq as
+//       PyTorch computes a scalar over a tensor (reciprocal, then times f32(2pi)); smooth =
+//       (orig / wave_len - low) / (high - low) the same way; the bands chosen on f32 compares;
+//       medium band ((1 - smooth) * inv) / factor + smooth * inv; max_position_embeddings rows
+//     phi3_long_rope_scaled_rope.py @ 17d618b0f944610b73e79e6726983fbe7679f613: NeoX only;
+//       inv_freq = 1 / (f32(factor_i) * pos); cos and sin times mscale = sqrt(1 + ln(max /
+//       orig) / ln(orig)) in f32; the long factors chosen ONCE at start-up when max_model_len >
+//       original_max_position_embeddings (spec.scaling.seq_len plays max_model_len: the spec's
+//       choice rule is HF's, by the sequence length, which vLLM fixes to max_model_len); the long
+//       cache has max_position_embeddings rows, the short one original_max_position_embeddings
+// Cache extent: positions index the cos/sin cache, so only 0 .. rows - 1 are served; apply()
+// returns unsupported for a position past it (vLLM's index_select would raise, or for the short
+// LongRoPE cache silently read the long cache's rows). Unscaled, and linear / llama3 without
+// max_position_embeddings in the spec: the cache is taken as long as the positions asked.
+// Not modelled: MRotaryEmbedding (Qwen2-VL), explicit attention factors, YaRN without truncation
+// and DeepSeek's mscale without mscale_all_dim (the spec's HF reading differs): unsupported.
 // Trig as hf_eager: glibc cosf/sinf (PyTorch's scalar CPU loop); SLEEF / CUDA modelled.
 #include "torch_cpu.hpp"
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
 namespace ropecheck::engines {
 namespace {
+
+constexpr double kPi = 3.141592653589793;  // Python's math.pi
+
+// What vLLM's class builds for one spec: the cache's inv_freq, the f32 divisor of the position
+// row (linear; 0: none), the f32 factor cos and sin are multiplied by, the cache's rows.
+struct VllmCache {
+  std::vector<float> inv_freq;
+  float position_divisor = 0;
+  float mscale = 1;
+  std::int64_t rows = std::numeric_limits<std::int64_t>::max();
+};
+
+std::int64_t rows_of(double extent) {
+  return extent > 0 ? static_cast<std::int64_t>(std::ceil(extent))
+                    : std::numeric_limits<std::int64_t>::max();
+}
+
+// YaRN / DeepSeek inv_freq (the same steps in both classes).
+std::vector<float> yarn_inv_freq(const RopeSpec& spec) {
+  const Scaling& sc = spec.scaling;
+  const auto rd = spec.rotary_dim;
+  const double orig = static_cast<double>(sc.original_max_position_embeddings);
+  const auto corr = [&](double rot) {  // yarn_find_correction_dim, Python floats
+    return (static_cast<double>(rd) * std::log(orig / (rot * 2 * kPi))) / (2 * std::log(spec.base));
+  };
+  const double low = std::max(std::floor(corr(sc.beta_fast)), 0.0);
+  double high = std::min(std::ceil(corr(sc.beta_slow)), static_cast<double>(rd - 1));
+  if (low == high) high += 0.001;
+  const float span = static_cast<float>(high - low), low_f = static_cast<float>(low);
+  const float base_f = static_cast<float>(spec.base), f_f = static_cast<float>(sc.factor);
+  std::vector<float> inv(static_cast<std::size_t>(rd / 2));
+  for (std::size_t j = 0; j < inv.size(); ++j) {
+    const float pos = std::pow(base_f, static_cast<float>(2 * j) / static_cast<float>(rd));
+    const float extrap = 1.0f / pos, interp = 1.0f / (f_f * pos);
+    const float ramp = std::clamp((static_cast<float>(j) - low_f) / span, 0.0f, 1.0f);
+    const float mask = 1.0f - ramp;
+    inv[j] = interp * (1.0f - mask) + extrap * mask;
+  }
+  return inv;
+}
+
+// Llama3RotaryEmbedding._compute_inv_freq.
+std::vector<float> llama3_inv_freq(const RopeSpec& spec) {
+  const Scaling& sc = spec.scaling;
+  const double orig = static_cast<double>(sc.original_max_position_embeddings);
+  const float low_wl = static_cast<float>(orig / sc.low_freq_factor);
+  const float high_wl = static_cast<float>(orig / sc.high_freq_factor);
+  const float two_pi = static_cast<float>(2 * kPi), orig_f = static_cast<float>(orig);
+  const float low_f = static_cast<float>(sc.low_freq_factor);
+  const float span = static_cast<float>(sc.high_freq_factor - sc.low_freq_factor);
+  const float f_f = static_cast<float>(sc.factor);
+  std::vector<float> inv = torch_cpu::inv_freq_f32(spec.base, spec.rotary_dim);
+  for (float& v : inv) {
+    const float wave_len = (1.0f / v) * two_pi;  // a Python float over a tensor
+    const float smooth = sc.low_freq_factor != sc.high_freq_factor
+                             ? ((1.0f / wave_len) * orig_f - low_f) / span
+                             : 0.0f;
+    if (wave_len < high_wl) continue;
+    v = wave_len > low_wl ? v / f_f : ((1.0f - smooth) * v) / f_f + smooth * v;
+  }
+  return inv;
+}
+
+// Phi3LongRoPEScaledRotaryEmbedding: the cache the start-up choice selects.
+VllmCache longrope_cache(const RopeSpec& spec) {
+  const Scaling& sc = spec.scaling;
+  const bool use_long = sc.seq_len > sc.original_max_position_embeddings;
+  const auto& factors = use_long ? sc.long_factor : sc.short_factor;
+  const double scale = static_cast<double>(sc.max_position_embeddings) /
+                       static_cast<double>(sc.original_max_position_embeddings);
+  VllmCache c;
+  c.mscale = static_cast<float>(
+      scale <= 1.0
+          ? 1.0
+          : std::sqrt(1 + std::log(scale) /
+                              std::log(static_cast<double>(sc.original_max_position_embeddings))));
+  const float base_f = static_cast<float>(spec.base);
+  for (std::int64_t j = 0; j < spec.n_pairs(); ++j) {
+    const float pos =
+        std::pow(base_f, static_cast<float>(2 * j) / static_cast<float>(spec.rotary_dim));
+    c.inv_freq.push_back(1.0f / (static_cast<float>(factors[static_cast<std::size_t>(j)]) * pos));
+  }
+  c.rows = use_long ? sc.max_position_embeddings : sc.original_max_position_embeddings;
+  return c;
+}
+
+double deepseek_get_mscale(double f, double m) {
+  return f <= 1 ? 1.0 : 0.1 * m * std::log(f) + 1.0;
+}
+
+// The variants vLLM's classes compute as the spec means them (see the file comment); false: not
+// this engine's.
+bool vllm_models(const RopeSpec& spec) {
+  try {
+    spec.validate();  // e.g. a LongRoPE factor list of the wrong length is never indexed
+  } catch (const SpecError&) {
+    return false;
+  }
+  const Scaling& sc = spec.scaling;
+  switch (sc.kind) {
+    case ScalingKind::none:
+    case ScalingKind::linear:
+    case ScalingKind::llama3:
+      return true;
+    case ScalingKind::dynamic: {  // the one base vLLM computes is HF's at seq_len = factor * L
+      const double max_len = static_cast<double>(sc.max_position_embeddings) * sc.factor;
+      return sc.max_position_embeddings > 0 && max_len == std::floor(max_len) &&
+             static_cast<double>(sc.seq_len) == max_len;
+    }
+    case ScalingKind::yarn:
+      return sc.truncate && !sc.attention_factor && (sc.mscale == 0) == (sc.mscale_all_dim == 0);
+    case ScalingKind::longrope:
+      return spec.layout == Layout::half && !sc.attention_factor &&
+             sc.original_max_position_embeddings > 0 &&
+             sc.max_position_embeddings >= sc.original_max_position_embeddings;
+    default:
+      return false;
+  }
+}
+
+VllmCache vllm_cache(const RopeSpec& spec) {
+  const Scaling& sc = spec.scaling;
+  VllmCache c;
+  switch (sc.kind) {
+    case ScalingKind::linear:
+      c.inv_freq = torch_cpu::inv_freq_f32(spec.base, spec.rotary_dim);
+      c.position_divisor = static_cast<float>(sc.factor);
+      c.rows = rows_of(static_cast<double>(sc.max_position_embeddings) * sc.factor);
+      return c;
+    case ScalingKind::dynamic: {
+      const double L = static_cast<double>(sc.max_position_embeddings);
+      const double max_len = L * sc.factor, rd = static_cast<double>(spec.rotary_dim);
+      const double base =
+          spec.base * std::pow(sc.factor * max_len / L - (sc.factor - 1), rd / (rd - 2));
+      c.inv_freq = torch_cpu::inv_freq_f32(base, spec.rotary_dim);
+      c.rows = rows_of(max_len);
+      return c;
+    }
+    case ScalingKind::yarn: {
+      c.inv_freq = yarn_inv_freq(spec);
+      c.mscale =
+          static_cast<float>(sc.mscale != 0 ? deepseek_get_mscale(sc.factor, sc.mscale) /
+                                                  deepseek_get_mscale(sc.factor, sc.mscale_all_dim)
+                                            : deepseek_get_mscale(sc.factor, 1.0));
+      c.rows = rows_of(static_cast<double>(sc.original_max_position_embeddings) * sc.factor);
+      return c;
+    }
+    case ScalingKind::llama3:
+      c.inv_freq = llama3_inv_freq(spec);
+      c.rows = rows_of(static_cast<double>(sc.max_position_embeddings));
+      return c;
+    case ScalingKind::longrope:
+      return longrope_cache(spec);
+    default:
+      c.inv_freq = torch_cpu::inv_freq_f32(spec.base, spec.rotary_dim);
+      return c;
+  }
+}
+
+// The cache rows of the tokens' positions, computed as vLLM does (f32 position row, divided by
+// the linear factor, one f32 product with inv_freq, glibc cosf / sinf, times mscale in f32, cast
+// to the model dtype), then torch_cpu::rotate_head.
+template <class T>
+void run_cache(const RopeSpec& spec, const TensorArgs& a, const VllmCache& c) {
+  const auto* in = static_cast<const T*>(a.in);
+  auto* out = static_cast<T*>(a.out);
+  std::vector<torch_cpu::opmath_t<T>> cos_t(c.inv_freq.size()), sin_t(c.inv_freq.size());
+  for (std::int64_t t = 0; t < a.n_tokens; ++t) {
+    float row = static_cast<float>(a.positions[t]);
+    if (c.position_divisor != 0) row = row / c.position_divisor;
+    for (std::size_t i = 0; i < c.inv_freq.size(); ++i) {
+      const float angle = row * c.inv_freq[i];
+      cos_t[i] = torch_cpu::round_op<T>(std::cos(angle) * c.mscale);
+      sin_t[i] = torch_cpu::round_op<T>(std::sin(angle) * c.mscale);
+    }
+    for (std::int64_t h = 0; h < a.n_heads; ++h) {
+      const std::int64_t off = t * a.token_stride + h * a.head_stride;
+      torch_cpu::rotate_head<T>(spec, in + off, out + off, cos_t, sin_t);
+    }
+  }
+}
 
 class VllmNativeKernel final : public EngineBase {
  public:
@@ -30,36 +240,48 @@ class VllmNativeKernel final : public EngineBase {
       : EngineBase({Dtype::f32, Dtype::f16, Dtype::bf16}, {Layout::half, Layout::interleaved}) {}
   std::string name() const override { return "vllm_native"; }
   std::string description() const override {
-    return "vLLM forward_native: f32 cos/sin cache cast to the model dtype, rotation in the model "
-           "dtype (one rounding per op)";
+    return "vLLM forward_native: f32 cos/sin cache (scaled classes: linear divides the position, "
+           "dynamic NTK one base, YaRN / DeepSeek mscale, llama3, LongRoPE chosen at start-up) "
+           "cast to the model dtype, rotation in the model dtype (one rounding per op); "
+           "positions past the cache are not served";
   }
   Provenance provenance() const override {
-    return {"vLLM (RotaryEmbedding.forward_native)",
-            "vllm-project/vllm vllm/model_executor/layers/rotary_embedding/base.py @ "
-            "04458da08417899fc04046216c986d28abeb85af; "
-            "vllm/model_executor/layers/rotary_embedding/common.py @ "
-            "002d181a55a03803d7d69547846630069d2378b8",
-            "bit for bit against a golden set made by those functions at those commits in PyTorch "
-            "1.13 CPU (33,792 outputs; src/python/tests/golden/vllm_native.npz; ctest "
+    return {"vLLM (RotaryEmbedding.forward_native and the scaled classes)",
+            "vllm-project/vllm vllm/model_executor/layers/rotary_embedding/: base.py @ "
+            "04458da08417899fc04046216c986d28abeb85af; common.py @ "
+            "002d181a55a03803d7d69547846630069d2378b8 / 1593f0c1de61ba1e6efb9315ac8d0a3d2fe14cdd; "
+            "linear_scaling_rope.py @ 0f17ee061e413bf8ab7927f926f69cdff24dc63e; "
+            "dynamic_ntk_scaling_rope.py @ 50feac95f9e53a97d6ed27fee6bfe3b163d18594; "
+            "yarn_scaling_rope.py @ ffdc985737c94233f2c88629c4450022e5bf4925; "
+            "deepseek_scaling_rope.py @ 00d678e109f09c2d1845e7a6626ba9fd5980e4f0; "
+            "llama3_rope.py @ 045d7575500e01e0f4a7ff84e039a9f7f7dc3bd0; "
+            "phi3_long_rope_scaled_rope.py @ 17d618b0f944610b73e79e6726983fbe7679f613",
+            "bit for bit against golden sets made by those classes at those commits in PyTorch "
+            "1.13 CPU (unscaled: 33,792 outputs, src/python/tests/golden/vllm_native.npz; scaled: "
+            "201,216 outputs of 42 cases, src/python/tests/golden/vllm_native_scaled.npz; ctest "
             "engines_torch)",
             "trig: glibc cosf/sinf, PyTorch's scalar CPU loop (ATEN_CPU_CAPABILITY=default); "
             "the cache built by PyTorch's AVX2/AVX-512 loops (SLEEF u10) or on the GPU differs by "
-            "1-2 ulp in some entries, covered by the declared trig_error"};
+            "1-2 ulp in some entries, covered by the declared trig_error; MRotaryEmbedding not "
+            "modelled"};
   }
   Domain domain() const override {
     Domain d = EngineBase::domain();
-    d.min_position = 0;  // positions index the cos/sin cache
+    d.min_position = 0;  // positions index the cos/sin cache (its extent: apply())
     d.magnitude_scale = false;
     return d;
   }
   bool supports(const RopeSpec& spec, Dtype d) const override {
-    return spec.scale == 1 && EngineBase::supports(spec, d);
+    if (spec.scale != 1 || !vllm_models(spec)) return false;
+    RopeSpec unscaled = spec;
+    unscaled.scaling = Scaling{};
+    return EngineBase::supports(unscaled, d);
   }
   Policy policy(Dtype d) const override {
     return {Dtype::f32,
             d,
             d,
-            AngleRecipe::hf_f32,
+            AngleRecipe::vllm_f32,
             false,
             "PyTorch eager ops: cache cast to the model dtype, each product and the add/sub "
             "round into it",
@@ -68,9 +290,15 @@ class VllmNativeKernel final : public EngineBase {
   KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
     if (auto st = check(spec, a); st != KernelStatus::ok || a.n_tokens == 0 || a.n_heads == 0)
       return st;
-    for (std::int64_t t = 0; t < a.n_tokens; ++t)
-      if (a.positions[t] < 0) return KernelStatus::error;  // index_select raises
-    return torch_cpu::run(spec, a, 1.0f);
+    const VllmCache c = vllm_cache(spec);
+    for (std::int64_t t = 0; t < a.n_tokens; ++t) {
+      if (a.positions[t] < 0) return KernelStatus::error;              // index_select raises
+      if (a.positions[t] >= c.rows) return KernelStatus::unsupported;  // past the cache
+    }
+    return kernels::dispatch_dtype(a.dtype, [&](auto tag) {
+      run_cache<decltype(tag)>(spec, a, c);
+      return KernelStatus::ok;
+    });
   }
 };
 

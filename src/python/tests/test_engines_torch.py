@@ -2,8 +2,8 @@
 upstream code, bit for bit (ctest engines_torch).
 
 The upstream code never enters this repository: transformers' and vLLM's functions were run by
-hand, outside it, and only their inputs and output bits are here, in golden/hf_eager.npz and
-golden/vllm_native.npz; golden/README.md says how they were made (repository, file, commit,
+hand, outside it, and only their inputs and output bits are here, in golden/hf_eager.npz,
+golden/vllm_native.npz and golden/vllm_native_scaled.npz (vLLM's scaled classes); golden/README.md says how they were made (repository, file, commit,
 function, PyTorch version, ATEN_CPU_CAPABILITY, seed) and each file carries the same in its
 `meta`. Every golden output element is compared with the engine kernel's (rc.apply_kernel) bit
 for bit: an emulation that does not match is a bug or a found engine difference, never a
@@ -99,6 +99,114 @@ def test_vllm_native_matches_golden(i):
     COMPARED["vllm_native"] += x.numel()
 
 
+# ---- vLLM's scaled classes (golden/vllm_native_scaled.npz) ---------------------------------------
+# Each case names its own positions (`positions<config>`: below the cache's extent `rows`, up to
+# its last row) and its variant's parameters; `seq_len` of a LongRoPE case is vLLM's max_model_len.
+SCALED = load("vllm_native_scaled")
+SCALING_KEYS = ("factor", "max_position_embeddings", "original_max_position_embeddings",
+                "seq_len", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
+                "low_freq_factor", "high_freq_factor", "short_factor", "long_factor")
+
+
+def scaled_spec(c, **change):
+    scaling = {"kind": c["kind"], **{k: c[k] for k in SCALING_KEYS if k in c}, **change}
+    return rc.Spec(head_dim=c["head_dim"], rotary_dim=c["rotary_dim"], base=c["base"],
+                   layout=c["layout"], scaling=scaling)
+
+
+def scaled_inputs(i, **change):
+    arrays, meta = SCALED
+    c = meta["cases"][i]
+    pos = arrays[f"positions{c['config']}"]
+    n = pos.shape[0] * c["heads"] * c["head_dim"]
+    x = as_torch(arrays[f"x_{c['dtype']}"][:n], c["dtype"]).reshape(pos.shape[0], c["heads"],
+                                                                     c["head_dim"])
+    want = arrays[f"out{i}"].view(DTYPES[c["dtype"]][0])
+    return x, torch.from_numpy(pos), scaled_spec(c, **change), want
+
+
+def scaled_cases(dtype=None):
+    return [pytest.param(i, id=f"{c['dtype']}-{c['kind']}-hd{c['head_dim']}-rd{c['rotary_dim']}-"
+                         f"b{c['base']:g}-{c['layout']}-f{c.get('factor', 0):g}-rows{c['rows']}")
+            for i, c in enumerate(SCALED[1]["cases"]) if dtype in (None, c["dtype"])]
+
+
+@pytest.mark.parametrize("i", scaled_cases())
+def test_vllm_native_scaled_matches_golden(i):
+    x, pos, spec, want = scaled_inputs(i)
+    assert mismatches(rc.apply_kernel("vllm_native", x, pos, spec), x, want) == 0
+    COMPARED["vllm_native_scaled"] = COMPARED.get("vllm_native_scaled", 0) + x.numel()
+
+
+def test_scaled_golden_set_covers_the_variants():
+    """Every variant vLLM has a class for (but M-RoPE), each in f32/bf16/f16, a non-power-of-two
+    linear factor, LongRoPE on both sides of its start-up switch, caches reaching 1M rows."""
+    arrays, meta = SCALED
+    cs = meta["cases"]
+    assert {c["kind"] for c in cs} == {"linear", "dynamic", "yarn", "llama3", "longrope"}
+    for kind in {c["kind"] for c in cs}:
+        assert {c["dtype"] for c in cs if c["kind"] == kind} == {"f32", "bf16", "f16"}
+    assert any(c["kind"] == "linear" and c["factor"] not in (2.0, 4.0, 8.0) for c in cs)
+    assert any(c["kind"] == "yarn" and c.get("mscale") for c in cs)  # DeepSeek's class
+    assert {c["seq_len"] > c["original_max_position_embeddings"]
+            for c in cs if c["kind"] == "longrope"} == {True, False}
+    assert max(c["rows"] for c in cs) >= 1 << 20
+    assert meta["aten_cpu_capability"] == "default"
+    for c in cs:  # each case's positions reach its cache's last row and stay below it
+        pos = arrays[f"positions{c['config']}"]
+        assert pos.max() == c["rows"] - 1 and pos.min() == 0
+
+
+@pytest.mark.parametrize("i", scaled_cases("f32"))
+def test_positions_past_the_cache_are_not_served(i):
+    """vLLM's cache has `rows` rows: the engine serves the last one and labels the next one
+    unsupported (the report's "past the cache"), never extrapolating."""
+    c = SCALED[1]["cases"][i]
+    x = torch.ones(1, 1, c["head_dim"])
+    spec = scaled_spec(c)
+    rc.apply_kernel("vllm_native", x, torch.tensor([c["rows"] - 1]), spec)
+    with pytest.raises(ValueError, match="returned unsupported"):
+        rc.apply_kernel("vllm_native", x, torch.tensor([c["rows"]]), spec)
+
+
+# What vLLM computes differently from HF for the same configuration, each caught by the golden
+# set: below the original context, the spec read HF's way gives other bits.
+def hf_reading_mismatches(kind, respec):
+    """Outputs of vLLM's f32 golden cases of `kind` (positions below the original context) that the
+    engine misses when told the HF reading of the configuration, respec(case) -> rc.Spec."""
+    wrong = total = 0
+    for i, c in enumerate(SCALED[1]["cases"]):
+        if c["kind"] != kind or c["dtype"] != "f32" or c.get("seq_len", 1 << 30) <= 4096:
+            continue
+        x, pos, _, want = scaled_inputs(i)
+        orig = c.get("original_max_position_embeddings", c.get("max_position_embeddings"))
+        keep = pos < orig
+        got = rc.apply_kernel("vllm_native", x[keep], pos[keep], respec(c))
+        wrong += mismatches(got, x[keep], want[keep.numpy()])
+        total += want[keep.numpy()].size
+    return wrong, total
+
+
+def test_longrope_short_factors_are_caught():
+    """HF chooses LongRoPE's factors per call by sequence length: a short prompt in a server whose
+    max_model_len passed the original context gets the short factors in HF, the long ones in
+    vLLM. Told HF's choice for such a prompt (seq_len 4096), the engine misses vLLM's outputs."""
+    wrong, total = hf_reading_mismatches("longrope", lambda c: scaled_spec(c, seq_len=4096))
+    print(f"\nlongrope short factors on vLLM's long-factor golden set: {wrong} of {total} differ")
+    assert wrong > total // 2
+
+
+def test_dynamic_ntk_at_hf_short_length_is_caught():
+    """HF keeps the original base until the sequence passes max_position_embeddings; vLLM builds
+    one cache with the base of factor * L. Told HF's short-sequence base (the unscaled spec), the
+    engine misses vLLM's outputs."""
+    wrong, total = hf_reading_mismatches(
+        "dynamic", lambda c: rc.Spec(head_dim=c["head_dim"], rotary_dim=c["rotary_dim"],
+                                     base=c["base"], layout=c["layout"]))
+    print(f"\ndynamic NTK at HF's base below L on vLLM's golden set: {wrong} of {total} differ")
+    assert wrong > total // 2
+
+
 def test_golden_sets_cover_the_sampled_domain():
     """Each set holds f32/f16/bf16 (+ f64 for HF), full and partial rotary, both bases, positions
     past 2^24 (where float(m) rounds) and, for HF, negative ones, made at the scalar CPU loops."""
@@ -116,10 +224,11 @@ def test_compared_counts():
     """Printed for the record (pytest -s / the ctest log). Runs after the golden tests: every
     golden element was compared."""
     total = {e: sum(a.size for k, a in GOLD[e][0].items() if k.startswith("out")) for e in ENGINES}
+    total["vllm_native_scaled"] = sum(a.size for k, a in SCALED[0].items() if k.startswith("out"))
     print(f"\nengines_torch: golden outputs compared bit for bit: {COMPARED} elements "
           f"({total} of them rotated dims), 0 mismatches")
-    for e in ENGINES:
-        assert COMPARED[e] >= total[e] > 0
+    for e in total:
+        assert COMPARED.get(e, 0) >= total[e] > 0
 
 
 # ---- the comparison can fail -------------------------------------------------------------------

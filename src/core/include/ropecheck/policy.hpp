@@ -50,9 +50,15 @@ enum class AngleRecipe : int {
   // fl32(float(m) * inv_freq), (j, dim) = spec.ladder(i). lg2.approx errs by 2^-22 absolute for
   // theta_scale in (0.5, 2) (most specs): multiplied by j, about 2.8 j u relative in inv_freq.
   fast_powf_ladder_f32 = 5,
+  // vLLM's scaled classes (vllm/model_executor/layers/rotary_embedding/, src/kernels/engines/
+  // vllm_native.cpp): hf_f32's inv_freq and product, the scaling formulas evaluated in f32 as
+  // vLLM does (linear divides the f32 position by the factor, YaRN's ramp and blend, llama3's
+  // wave lengths, LongRoPE's factor times the power, each one f32 op), dynamic NTK's base in f64
+  // then rounded. Unscaled, the same angles as hf_f32 (bounds: src/bounds/scaled_vllm.cpp).
+  vllm_f32 = 6,
 };
 // "pow_product", "hf_f32", "ladder_f32", "inv_freq_f64", "fast_powf_f32",
-// "fast_powf_ladder_f32" (the names of reports, `check` and the plugin docs).
+// "fast_powf_ladder_f32", "vllm_f32" (the names of reports, `check` and the plugin docs).
 const char* name(AngleRecipe r);
 std::optional<AngleRecipe> parse_angle_recipe(std::string_view s);
 
@@ -116,12 +122,12 @@ std::string describe(const Policy& p);
 nlohmann::ordered_json policy_json(const Policy& p);
 
 // The precision the recipe's angle is computed in: f32 for the f32 recipes (hf_f32, ladder_f32,
-// fast_powf_f32, fast_powf_ladder_f32) whatever `angle` says, else `angle`. Bounds, properties and
-// reports all ask this.
+// fast_powf_f32, fast_powf_ladder_f32, vllm_f32) whatever `angle` says, else `angle`. Bounds,
+// properties and reports all ask this.
 inline Precision angle_precision(const Policy& p) {
   return p.recipe == AngleRecipe::hf_f32 || p.recipe == AngleRecipe::ladder_f32 ||
                  p.recipe == AngleRecipe::fast_powf_f32 ||
-                 p.recipe == AngleRecipe::fast_powf_ladder_f32
+                 p.recipe == AngleRecipe::fast_powf_ladder_f32 || p.recipe == AngleRecipe::vllm_f32
              ? Dtype::f32
              : p.angle;
 }
