@@ -23,6 +23,7 @@ ModelPreset parse_preset(std::string_view text) {
     p.trained_context = j.at("trained_context").get<std::int64_t>();
     p.config = j.at("config");
     p.expect = j.at("expect");
+    p.layer_type = j.value("layer_type", std::string{});
     p.max_position_embeddings =
         p.config.value("max_position_embeddings", p.config.value("n_positions", std::int64_t{0}));
     return p;

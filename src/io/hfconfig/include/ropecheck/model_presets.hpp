@@ -28,7 +28,15 @@ struct ModelPreset {
   std::int64_t max_position_embeddings = 0;
   nlohmann::json config;  // the minimal config.json
   nlohmann::json expect;  // the spec its source states (head_dim, rotary_dim, base, ...)
-  RopeSpec spec() const { return spec_from_hf_config(config); }
+  // The layer whose RoPE the preset reports, for configs with more than one ("layer_type":
+  // Gemma 3's full_attention layers take rope_theta and rope_scaling, its sliding ones
+  // rope_local_base_freq); empty for one-RoPE models. As --hf-layer-type.
+  std::string layer_type;
+  RopeSpec spec() const {
+    HfConfigOptions o;
+    o.layer_type = layer_type;
+    return spec_from_hf_config(config, o);
+  }
 };
 
 // Every preset, sorted by name. Throws SpecError if a compiled-in preset is malformed.
