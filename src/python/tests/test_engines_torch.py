@@ -102,38 +102,38 @@ def test_vllm_native_matches_golden(i):
 # ---- vLLM's scaled classes (golden/vllm_native_scaled.npz) ---------------------------------------
 # Each case names its own positions (`positions<config>`: below the cache's extent `rows`, up to
 # its last row) and its variant's parameters; `seq_len` of a LongRoPE case is vLLM's max_model_len.
-SCALED = load("vllm_native_scaled")
-SCALING_KEYS = ("factor", "max_position_embeddings", "original_max_position_embeddings",
+VLLM_SCALED = load("vllm_native_scaled")
+VLLM_SCALING_KEYS = ("factor", "max_position_embeddings", "original_max_position_embeddings",
                 "seq_len", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
                 "low_freq_factor", "high_freq_factor", "short_factor", "long_factor")
 
 
-def scaled_spec(c, **change):
-    scaling = {"kind": c["kind"], **{k: c[k] for k in SCALING_KEYS if k in c}, **change}
+def vllm_scaled_spec(c, **change):
+    scaling = {"kind": c["kind"], **{k: c[k] for k in VLLM_SCALING_KEYS if k in c}, **change}
     return rc.Spec(head_dim=c["head_dim"], rotary_dim=c["rotary_dim"], base=c["base"],
                    layout=c["layout"], scaling=scaling)
 
 
-def scaled_inputs(i, **change):
-    arrays, meta = SCALED
+def vllm_scaled_inputs(i, **change):
+    arrays, meta = VLLM_SCALED
     c = meta["cases"][i]
     pos = arrays[f"positions{c['config']}"]
     n = pos.shape[0] * c["heads"] * c["head_dim"]
     x = as_torch(arrays[f"x_{c['dtype']}"][:n], c["dtype"]).reshape(pos.shape[0], c["heads"],
                                                                      c["head_dim"])
     want = arrays[f"out{i}"].view(DTYPES[c["dtype"]][0])
-    return x, torch.from_numpy(pos), scaled_spec(c, **change), want
+    return x, torch.from_numpy(pos), vllm_scaled_spec(c, **change), want
 
 
-def scaled_cases(dtype=None):
+def vllm_scaled_cases(dtype=None):
     return [pytest.param(i, id=f"{c['dtype']}-{c['kind']}-hd{c['head_dim']}-rd{c['rotary_dim']}-"
                          f"b{c['base']:g}-{c['layout']}-f{c.get('factor', 0):g}-rows{c['rows']}")
-            for i, c in enumerate(SCALED[1]["cases"]) if dtype in (None, c["dtype"])]
+            for i, c in enumerate(VLLM_SCALED[1]["cases"]) if dtype in (None, c["dtype"])]
 
 
-@pytest.mark.parametrize("i", scaled_cases())
+@pytest.mark.parametrize("i", vllm_scaled_cases())
 def test_vllm_native_scaled_matches_golden(i):
-    x, pos, spec, want = scaled_inputs(i)
+    x, pos, spec, want = vllm_scaled_inputs(i)
     assert mismatches(rc.apply_kernel("vllm_native", x, pos, spec), x, want) == 0
     COMPARED["vllm_native_scaled"] = COMPARED.get("vllm_native_scaled", 0) + x.numel()
 
@@ -141,7 +141,7 @@ def test_vllm_native_scaled_matches_golden(i):
 def test_scaled_golden_set_covers_the_variants():
     """Every variant vLLM has a class for (but M-RoPE), each in f32/bf16/f16, a non-power-of-two
     linear factor, LongRoPE on both sides of its start-up switch, caches reaching 1M rows."""
-    arrays, meta = SCALED
+    arrays, meta = VLLM_SCALED
     cs = meta["cases"]
     assert {c["kind"] for c in cs} == {"linear", "dynamic", "yarn", "llama3", "longrope"}
     for kind in {c["kind"] for c in cs}:
@@ -157,13 +157,13 @@ def test_scaled_golden_set_covers_the_variants():
         assert pos.max() == c["rows"] - 1 and pos.min() == 0
 
 
-@pytest.mark.parametrize("i", scaled_cases("f32"))
+@pytest.mark.parametrize("i", vllm_scaled_cases("f32"))
 def test_positions_past_the_cache_are_not_served(i):
     """vLLM's cache has `rows` rows: the engine serves the last one and labels the next one
     unsupported (the report's "past the cache"), never extrapolating."""
-    c = SCALED[1]["cases"][i]
+    c = VLLM_SCALED[1]["cases"][i]
     x = torch.ones(1, 1, c["head_dim"])
-    spec = scaled_spec(c)
+    spec = vllm_scaled_spec(c)
     rc.apply_kernel("vllm_native", x, torch.tensor([c["rows"] - 1]), spec)
     with pytest.raises(ValueError, match="returned unsupported"):
         rc.apply_kernel("vllm_native", x, torch.tensor([c["rows"]]), spec)
@@ -175,10 +175,10 @@ def hf_reading_mismatches(kind, respec):
     """Outputs of vLLM's f32 golden cases of `kind` (positions below the original context) that the
     engine misses when told the HF reading of the configuration, respec(case) -> rc.Spec."""
     wrong = total = 0
-    for i, c in enumerate(SCALED[1]["cases"]):
+    for i, c in enumerate(VLLM_SCALED[1]["cases"]):
         if c["kind"] != kind or c["dtype"] != "f32" or c.get("seq_len", 1 << 30) <= 4096:
             continue
-        x, pos, _, want = scaled_inputs(i)
+        x, pos, _, want = vllm_scaled_inputs(i)
         orig = c.get("original_max_position_embeddings", c.get("max_position_embeddings"))
         keep = pos < orig
         got = rc.apply_kernel("vllm_native", x[keep], pos[keep], respec(c))
@@ -191,7 +191,7 @@ def test_longrope_short_factors_are_caught():
     """HF chooses LongRoPE's factors per call by sequence length: a short prompt in a server whose
     max_model_len passed the original context gets the short factors in HF, the long ones in
     vLLM. Told HF's choice for such a prompt (seq_len 4096), the engine misses vLLM's outputs."""
-    wrong, total = hf_reading_mismatches("longrope", lambda c: scaled_spec(c, seq_len=4096))
+    wrong, total = hf_reading_mismatches("longrope", lambda c: vllm_scaled_spec(c, seq_len=4096))
     print(f"\nlongrope short factors on vLLM's long-factor golden set: {wrong} of {total} differ")
     assert wrong > total // 2
 
@@ -224,7 +224,8 @@ def test_compared_counts():
     """Printed for the record (pytest -s / the ctest log). Runs after the golden tests: every
     golden element was compared."""
     total = {e: sum(a.size for k, a in GOLD[e][0].items() if k.startswith("out")) for e in ENGINES}
-    total["vllm_native_scaled"] = sum(a.size for k, a in SCALED[0].items() if k.startswith("out"))
+    total["vllm_native_scaled"] = sum(a.size for k, a in VLLM_SCALED[0].items()
+                                      if k.startswith("out"))
     print(f"\nengines_torch: golden outputs compared bit for bit: {COMPARED} elements "
           f"({total} of them rotated dims), 0 mismatches")
     for e in total:
