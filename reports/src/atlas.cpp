@@ -76,13 +76,7 @@ class AtlasCell final : public Kernel {
   KernelStatus apply_permuted(const RopeSpec& spec, const TensorArgs& a) const {
     const RopeSpec rs = as_run(spec);
     const std::int64_t hd = spec.head_dim, nv = a.n_tokens * a.n_heads;
-    std::vector<std::int64_t> to(static_cast<std::size_t>(hd));  // config index -> engine index
-    for (std::int64_t j = 0; j < hd; ++j) to[j] = j;
-    for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
-      const auto [p, q] = spec.pair(i);
-      const auto [pr, qr] = rs.pair(i);
-      to[p] = pr, to[q] = qr;
-    }
+    const std::vector<std::int64_t> to = detail::layout_index_map(spec, run_);
     const auto bytes = static_cast<std::size_t>(traits(a.dtype).bytes);
     std::vector<unsigned char> tin(static_cast<std::size_t>(nv * hd) * bytes), tout(tin.size());
     const auto* in = static_cast<const unsigned char*>(a.in);
@@ -337,5 +331,22 @@ void embed_atlas(json& doc, const json& atlas_doc) {
   doc["atlas"] = atlas_doc.at("atlas");
   doc["atlas"]["embedded"] = true;
 }
+
+namespace detail {
+
+std::vector<std::int64_t> layout_index_map(const RopeSpec& spec, Layout run) {
+  RopeSpec rs = spec;
+  rs.layout = run;
+  std::vector<std::int64_t> to(static_cast<std::size_t>(spec.head_dim));
+  for (std::int64_t j = 0; j < spec.head_dim; ++j) to[static_cast<std::size_t>(j)] = j;
+  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
+    const auto [p, q] = spec.pair(i);
+    const auto [pr, qr] = rs.pair(i);
+    to[static_cast<std::size_t>(p)] = pr, to[static_cast<std::size_t>(q)] = qr;
+  }
+  return to;
+}
+
+}  // namespace detail
 
 }  // namespace ropecheck::reports

@@ -5,6 +5,7 @@
 // measured per rotated pair, |y_a - y_b| / (|x pair| u of the dtype). Which step differs is not
 // observed but read off the two engines' declared policies (every field that differs), and
 // labelled as inferred.
+#include "document.hpp"
 #include "ropecheck/reports/model_atlas.hpp"
 
 #include <algorithm>
@@ -34,13 +35,7 @@ bool run_engine(const Kernel& k, const RopeSpec& spec, Layout run, Dtype d,
   RopeSpec rs = spec;
   rs.layout = run;
   const std::int64_t hd = spec.head_dim, n = static_cast<std::int64_t>(pos.size());
-  std::vector<std::int64_t> to(static_cast<std::size_t>(hd));
-  for (std::int64_t j = 0; j < hd; ++j) to[j] = j;
-  for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
-    const auto [p, q] = spec.pair(i);
-    const auto [pr, qr] = rs.pair(i);
-    to[p] = pr, to[q] = qr;
-  }
+  const std::vector<std::int64_t> to = detail::layout_index_map(spec, run);
   const auto bytes = static_cast<std::size_t>(traits(d).bytes);
   std::vector<unsigned char> in(static_cast<std::size_t>(n * hd) * bytes), out(in.size());
   for (std::int64_t t = 0; t < n; ++t)

@@ -73,4 +73,9 @@ void add_checks(nlohmann::json& doc);
 // Not in a shard's report (its sweep is partial): `report --merge` adds it to the merged one.
 void add_headline(nlohmann::json& doc);
 
+// Where each dim of a head stored in spec's layout sits when the same spec is stored in layout
+// `run` (pair i to pair i, pass-through dims in place): the exact storage permutation the atlas
+// uses to run an engine in its own layout (atlas.cpp, atlas_model.cpp).
+std::vector<std::int64_t> layout_index_map(const RopeSpec& spec, Layout run);
+
 }  // namespace ropecheck::reports::detail
