@@ -162,6 +162,9 @@ std::string limit_of(const json& cell, const Policy& p) {
 // What would fix a limit, in the engine's own terms (its precisions).
 std::string fix_for(const std::string& limit, const Policy& p, const std::string& dtype) {
   const std::string a = name(angle_precision(p));
+  if (limit == "not run")
+    return "not measured: the engine refused these positions (its cache extent or position "
+           "domain); serve them, or read the contexts it runs";
   if (limit == "storage" && p.output_rounding == Rounding::toward_zero)
     return "round the result to nearest-even instead of truncating it (half the storage error)";
   if (limit == "storage") return "nothing to fix: within 2x the " + dtype + " storage rounding";
@@ -224,8 +227,9 @@ std::string engine_sentence(const AtlasEngine& e, const json& rows, const std::s
   std::vector<std::pair<std::string, std::set<std::string>>> by_fix;  // "limit: fix" -> dtypes
   for (const auto& r : rows) {
     if (r["engine"] != e.kernel->name() || !r["supported"].get<bool>()) continue;
+    const std::string by = r["limited_by"].get<std::string>();
     const std::string key =
-        r["limited_by"].get<std::string>() + "-limited: " + r["fix"].get<std::string>();
+        (by == "not run" ? by : by + "-limited") + ": " + r["fix"].get<std::string>();
     auto it = std::find_if(by_fix.begin(), by_fix.end(), [&](auto& x) { return x.first == key; });
     if (it == by_fix.end()) it = by_fix.insert(by_fix.end(), {key, {}});
     it->second.insert(r["dtype"].get<std::string>());

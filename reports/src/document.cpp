@@ -109,7 +109,10 @@ const char* kDefinitions[][2] = {
     {"angle_vs_rotation",
      "angle_u: exact rotation by the kernel's own (recipe-rounded) angles vs the exact spec; "
      "rotation_u: kernel vs that recipe-faithful exact rotation (table, arithmetic, storage); "
-     "angle_share = sum(angle_u^2) / (sum(angle_u^2) + sum(rotation_u^2)) over the bucket's pairs"},
+     "angle_share = sum(angle_u^2) / (sum(angle_u^2) + sum(rotation_u^2)) over the bucket's "
+     "pairs; split \"bound\" (a kernel whose scaled angle steps the report does not reproduce: "
+     "ggml's YaRN / llama3 ladder, the CUDA models' scaled fast-math recipes): each pair's "
+     "measured error divided in the proportion of its derived bound's angle term and the rest"},
     {"safe_context",
      "largest position L such that every probe at positions <= L kept the max per-pair error "
      "<= safe_budget_u * u; probes at 0, then powers of two up to max_position, then bisection "

@@ -188,6 +188,7 @@ json bucket_json(const ErrorStats& st, int bi, const WorstJson& worst, bool merg
            {"angle_rms_u", num(std::sqrt(st.sum_angle2 / np))},
            {"rotation_rms_u", num(std::sqrt(st.sum_rot2 / np))},
            {"angle_share", num(share)}}}};
+  if (st.split_by_bound) j["angle_vs_rotation"]["split"] = "bound";
   if (merge_state) j["merge"] = bucket_merge_state(st);
   return j;
 }

@@ -77,6 +77,18 @@ json headline_cell(const json& res, const std::vector<Octave>& oct, std::int64_t
   for (const auto& o : oct)
     if (o.lo < l) m = worse(m, o.max_u), n += o.n_pairs;
   const auto [share, bucket] = share_at(res, l - 1);
+  // The kernel refused the sampled positions of the bucket that holds L - 1 (its cache extent or
+  // position domain: vLLM's cache of ceil(orig * factor) rows, say): the max over the positions it
+  // did run is not the error at L, so no figure is given (a number here reads as a measurement).
+  if (bucket.empty())
+    return {{"context", l},
+            {"label", context_label(l)},
+            {"n_pairs", n},
+            {"max_pair_u", nullptr},
+            {"relative", nullptr},
+            {"angle_share", nullptr},
+            {"angle_share_bucket", ""},
+            {"limited_by", "not run"}};
   return {{"context", l},
           {"label", context_label(l)},
           {"n_pairs", n},
@@ -87,8 +99,11 @@ json headline_cell(const json& res, const std::vector<Octave>& oct, std::int64_t
           {"limited_by", limited_by(m, share)}};
 }
 
-// The shortest context whose max exceeds factor x storage rounding ("exceeds_storage").
-json exceeds_cell(const std::vector<Octave>& oct, double factor, std::int64_t longest) {
+// The shortest context whose max exceeds factor x storage rounding ("exceeds_storage"). Not
+// exceeded in the octaves the kernel ran, which stop short of `longest` (it refused the positions
+// above): says so instead of ">= longest".
+json exceeds_cell(const std::vector<Octave>& oct, double factor, std::int64_t longest,
+                  std::int64_t run_to) {
   json j{{"factor", factor}, {"threshold_u", factor * kStorageU}, {"context", nullptr}};
   for (const auto& o : oct) {
     if (o.lo >= longest) break;
@@ -99,7 +114,8 @@ json exceeds_cell(const std::vector<Octave>& oct, double factor, std::int64_t lo
       return j;
     }
   }
-  j["label"] = ">= " + context_label(longest);
+  j["label"] = run_to < longest ? "not below " + context_label(run_to) + " (not run past it)"
+                                : ">= " + context_label(longest);
   return j;
 }
 
@@ -123,7 +139,14 @@ json headline_row(const json& res, const std::vector<std::int64_t>& contexts) {
   const auto oct = octaves_of(res);
   const double u = res["unit_roundoff"].get<double>();
   for (auto l : contexts) row["at"].push_back(headline_cell(res, oct, l, u));
-  for (double f : kFactors) row["exceeds"].push_back(exceeds_cell(oct, f, contexts.back()));
+  // Where the positions the kernel ran end: the first context whose bucket it refused.
+  std::int64_t run_to = contexts.back();
+  for (const auto& c : row["at"])
+    if (c["limited_by"] == "not run") {
+      run_to = std::min(run_to, c["context"].get<std::int64_t>());
+      break;
+    }
+  for (double f : kFactors) row["exceeds"].push_back(exceeds_cell(oct, f, contexts.back(), run_to));
   return row;
 }
 
@@ -142,6 +165,7 @@ std::string advice(const json& row, const json& last) {
     return "exceeds the bound derived from its declared policy (a failed check): a bug, or a "
            "policy narrower than declared, not a precision limit; see the checks and worst cases";
   const std::string by = last["limited_by"].get<std::string>();
+  if (by == "not run") return "";
   const double m = dbl_of(last["max_pair_u"]);
   if (by == "angle" && row["angle_precision"] == "f32")
     return "compute the angle m*theta in f64 to fix";
@@ -165,6 +189,9 @@ std::string conclusion_group(const json& row) {
   const json& last = row["at"].back();
   const std::string by = last["limited_by"].get<std::string>(), at = cell_label(last);
   if (by == "storage") return "storage-limited to " + at + " (" + u_text(last) + ")";
+  if (by == "not run")
+    return "not run at " + at +
+           " (the kernel refused positions there: its cache extent or position domain)";
   std::string g = by + "-limited at " + at + " (" + u_text(last) + "; above 2 u from context " +
                   row["exceeds"][0]["label"].get<std::string>() + ")";
   const std::string a = advice(row, last);
@@ -201,12 +228,14 @@ std::string verdict(const json& rows) {
   for (const auto& row : rows) {
     if (!row["supported"].get<bool>()) continue;
     const json& last = row["at"].back();
+    if (last["limited_by"] == "not run") continue;  // no figure at that context
     ++n;
     storage += last["limited_by"] == "storage";
     if (!worst || !(dbl_of(last["max_pair_u"]) <= dbl_of((*worst)["max_pair_u"])))
       worst = &last, worst_row = &row;
   }
-  if (!worst) return "No kernel supports the swept specs: nothing to report.";
+  if (!worst)
+    return "No kernel supports the swept specs at the longest context: nothing to report.";
   const std::string at = (*worst)["label"].get<std::string>();
   return "At a " + at + " context, " + std::to_string(storage) + " of " + std::to_string(n) +
          " kernel x dtype results stay within 2x the storage rounding (2 u); the largest error "

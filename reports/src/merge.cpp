@@ -107,6 +107,7 @@ ErrorStats bucket_stats(const json& x) {
   const json& av = x.at("angle_vs_rotation");
   st.max_angle_u = val(av.at("angle_max_u"));
   st.max_rot_u = val(av.at("rotation_max_u"));
+  st.split_by_bound = av.value("split", std::string("recipe")) == "bound";
   return st;
 }
 

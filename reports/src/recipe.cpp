@@ -3,6 +3,8 @@
 // recipe_reference.cpp.
 #include "recipe.hpp"
 
+#include "ropecheck/recipe_f32.hpp"
+
 #include <cmath>
 
 namespace ropecheck::reports::detail {
@@ -41,7 +43,34 @@ bool fast_powf_faithful(const Policy& p, const RopeSpec& spec) {
          (k == ScalingKind::none || k == ScalingKind::linear) &&
          (spec.layout == Layout::interleaved || spec.layout == Layout::half);
 }
+// hf_f32 / vllm_f32 away from the plain 1-D case recipe_angle covers: every layout whose pair i
+// takes frequency i (not axial: its own ladders; not proportional: recipe_angle's rotary_dim
+// ladder is what the unscaled case declares), every HF / vLLM scaling kind (freq_factors is
+// ggml's, not theirs).
+bool f32_tensor_faithful(const Policy& p, const RopeSpec& spec) {
+  if (p.recipe != AngleRecipe::hf_f32 && p.recipe != AngleRecipe::vllm_f32) return false;
+  const Layout l = spec.layout;
+  const bool plain_1d =
+      (l == Layout::interleaved || l == Layout::half) && spec.scaling.kind == ScalingKind::none;
+  return !plain_1d && spec.scaling.kind != ScalingKind::freq_factors &&
+         (l == Layout::interleaved || l == Layout::half || l == Layout::mrope ||
+          l == Layout::imrope);
+}
+// recipe_angles' generic path: the spec's f64 theta'_i rounded to the angle precision.
+bool generic_path(const Policy& p, const RopeSpec& spec) {
+  return !f32_tensor_faithful(p, spec) && !ladder_f32_faithful(p, spec) &&
+         !fast_powf_faithful(p, spec) &&
+         (spec.scaling.kind != ScalingKind::none ||
+          (spec.layout != Layout::interleaved && spec.layout != Layout::half));
+}
 }  // namespace
+
+bool recipe_reproduced(const Policy& p, const RopeSpec& spec) {
+  // The generic path is the definition of pow_product and inv_freq_f64 (the built-in kernels take
+  // theta'_i from theta_ladder_f64); the f32 recipes compute theta'_i in steps of their own.
+  return !generic_path(p, spec) ||
+         (p.recipe == AngleRecipe::pow_product || p.recipe == AngleRecipe::inv_freq_f64);
+}
 
 double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::int64_t m) {
   if (p.recipe == AngleRecipe::ladder_f32) return static_cast<double>(ladder_f32_angle(spec, i, m));
@@ -94,8 +123,9 @@ double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::
 int recipe_key(const Policy& p) {
   switch (p.recipe) {
     case AngleRecipe::hf_f32:
-    case AngleRecipe::vllm_f32:  // the same angles unscaled; scaled specs take the generic path
       return 100;
+    case AngleRecipe::vllm_f32:  // the same angles as hf_f32 unscaled, not with linear / dynamic
+      return 102;
     case AngleRecipe::ladder_f32:
       return 101;
     case AngleRecipe::inv_freq_f64:
@@ -131,15 +161,27 @@ double turns(const Policy& p, double angle) {
 
 std::vector<double> recipe_angles(const Policy& p, const RopeSpec& spec, std::int64_t m) {
   std::vector<double> out;
+  // hf_f32 / vllm_f32 with a scaling kind, or on M-RoPE: the engines' own f32 inv_freq
+  // (ropecheck/recipe_f32.hpp, the function hf_eager and vllm_native call), one f32 product with
+  // the f32 position (vllm_f32's linear: divided first). Without it the split would charge the
+  // few-ulp difference between that inv_freq and fl32(theta'_i) -- as large as the angle error
+  // itself at every |m| -- to the rotation, and call an angle-limited cell arithmetic-limited.
   // Scaling variants and the newer layouts: the built-in kernels take theta'_i from the spec's
   // f64 formulas (theta_ladder_f64) and form m * theta'_i in their angle precision; that is the
   // recipe reproduced here (a declared f32 angle rounds theta'_i and the product to f32, hf_f32
   // and ladder_f32 are treated as f32 angles). ladder_f32 is reproduced exactly instead on every
   // layout unscaled and with linear / freq_factors (ggml's, see recipe_angle). Multi-axis specs
   // are reported with one position per token.
-  if (!ladder_f32_faithful(p, spec) && !fast_powf_faithful(p, spec) &&
-      (spec.scaling.kind != ScalingKind::none ||
-       (spec.layout != Layout::interleaved && spec.layout != Layout::half))) {
+  if (f32_tensor_faithful(p, spec)) {
+    const std::vector<float> inv = f32_inv_freq(p.recipe, spec);
+    const float divisor = f32_position_divisor(p.recipe, spec);
+    for (std::int64_t i = 0; i < spec.n_pairs(); ++i)
+      out.push_back(
+          turns(p, static_cast<double>(f32_recipe_angle(
+                       m, divisor, inv[static_cast<std::size_t>(spec.ladder(i).first)]))));
+    return out;
+  }
+  if (generic_path(p, spec)) {
     const auto th = theta_ladder_f64(spec);
     const Precision ap = angle_precision(p);
     for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {

@@ -15,8 +15,9 @@ namespace ropecheck::reports::detail {
 //   pow_product: theta = pow(base, -2i/rd) and angle = m * theta, every step rounded into
 //                p.angle (f64: std::pow on doubles; f32: std::pow on floats, as C++ kernels do);
 //   hf_f32:      inv_freq = 1.0f / powf(float(base), float(2i) / float(rd)),
-//                angle = float(m) * inv_freq (HF / vLLM); vllm_f32 unscaled is the same
-//                (its scaled f32 steps are not reproduced: the generic scaled path below);
+//                angle = float(m) * inv_freq (HF / vLLM); vllm_f32 unscaled is the same.
+//                With a scaling kind (and on M-RoPE) recipe_angles takes both recipes' f32
+//                inv_freq from ropecheck/recipe_f32.hpp, the engines' own function;
 //   ladder_f32:  ts = powf(float(base), -2.0f / float(dim)), theta = float(m), then j products
 //                theta *= ts, (j, dim) = spec.ladder(i) (ggml / llama.cpp CPU); linear:
 //                (1.0f / float(factor)) * theta, freq_factors: theta / float(ff_i), in float. The
@@ -32,6 +33,12 @@ double recipe_angle(const Policy& p, const RopeSpec& spec, std::int64_t i, std::
 // The angle the trig sees per pair (recipe_angle, then turns_f32 when the policy says so), as the
 // double that holds it exactly (turns_f32: within 2^-52); what recipe_trig evaluates.
 std::vector<double> recipe_angles(const Policy& p, const RopeSpec& spec, std::int64_t m);
+
+// Whether recipe_angles reproduces the angles of a kernel with policy p on spec (false: a recipe
+// with f32 steps of its own for this scaling kind or layout -- ggml's YaRN / llama3 ladder, the
+// CUDA models' fast-math scaled inv_freq, hf_f32 on the axial layout -- which recipe_angles only
+// approximates by the spec's f64 theta'_i rounded to the angle precision).
+bool recipe_reproduced(const Policy& p, const RopeSpec& spec);
 
 // Key that identifies a recipe (kernels with the same key get the same angles).
 int recipe_key(const Policy& p);

@@ -44,7 +44,9 @@ Table atlas_table(const json& a) {
       "L, in u of the dtype and relative; '> k u': the shortest context where it first exceeds k x "
       "the storage rounding. limited by: storage (within 2 u), angle (the recipe's m*theta), "
       "table (cos/sin rounded into a narrow table), trig (the sin/cos evaluation), arithmetic (the "
-      "rotation's roundings). + marks engines whose trig is modelled, not reproduced. Sampled "
+      "rotation's roundings); not run: the engine refused positions there (its cache extent or "
+      "position domain), so no figure. + marks engines whose trig is modelled, not reproduced. "
+      "Sampled "
       "maxima are lower bounds.";
   t.head = {"dtype", "engine", "base"};
   for (const auto& c : a["contexts"]) t.head.push_back("max at " + cell(c["label"]));

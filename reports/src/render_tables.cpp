@@ -34,6 +34,7 @@ std::string compact(const json& v, int significant = 3) {
 // "3.58e3 u (4e-13), angle 1.00": the max, relative, and the angle share (its bucket is in the
 // table's note).
 std::string headline_text(const json& c) {
+  if (c["limited_by"] == "not run") return "not run (positions refused)";
   std::string t = compact(c["max_pair_u"]) + " u (" + compact(c["relative"], 2) + ")";
   if (!c["angle_share"].is_null()) t += ", angle " + share_cell(c["angle_share"]);
   return t;
@@ -186,7 +187,9 @@ Table angle_vs_rotation_table(const json& r) {
       "angle: the exact rotation by the kernel's own recipe-rounded angles, against the exact "
       "spec; rotation: the kernel against that recipe-faithful exact rotation (cos/sin table, "
       "arithmetic, storage rounding). Per-pair errors in u of the dtype. share = fraction of "
-      "the summed squared error due to the angle.";
+      "the summed squared error due to the angle; \"(bound)\": the report does not reproduce "
+      "this kernel's scaled angle steps, so each pair's error is divided as its derived bound's "
+      "angle and rotation terms are.";
   t.head = {"kernel",      "dtype",          "bucket",         "recipe",      "angle max u",
             "angle RMS u", "rotation max u", "rotation RMS u", "total max u", "angle share"};
   for (const auto& res : r["results"])
@@ -196,7 +199,8 @@ Table angle_vs_rotation_table(const json& r) {
                         cell(res["policy"]["recipe"]) + " (" + cell(res["policy"]["angle"]) + ")",
                         cell(a["angle_max_u"]), cell(a["angle_rms_u"]), cell(a["rotation_max_u"]),
                         cell(a["rotation_rms_u"]), cell(b["pair_error_u"]["max"]),
-                        share_cell(a["angle_share"])});
+                        share_cell(a["angle_share"]) +
+                            (a.value("split", std::string()) == "bound" ? " (bound)" : "")});
     }
   return t;
 }

@@ -175,6 +175,7 @@ void ErrorStats::merge(const ErrorStats& o) {
   if (o.max_rot_u > max_rot_u || std::isnan(o.max_rot_u)) max_rot_u = o.max_rot_u;
   sum_angle2 += o.sum_angle2;
   sum_rot2 += o.sum_rot2;
+  split_by_bound = split_by_bound || o.split_by_bound;
   for (int i = 0; i < kUlpBins; ++i) hist[i] += o.hist[i];
 }
 

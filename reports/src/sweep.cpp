@@ -259,22 +259,41 @@ void offer_worst_pair(ErrorStats& st, const VectorRef& v, const double* g, std::
 
 // Per-pair statistics of one output vector: error vs exact, split into angle-only error and
 // rotation error (vs the recipe-faithful rotation), and the bound utilization.
+// by_bound: the report does not reproduce this kernel's angles on this spec (recipe_reproduced),
+// so "kernel vs the rotation by the recipe's angles" would hold the difference between the
+// kernel's own angle steps and the approximation -- an angle error of the same size as the angle
+// error itself (a few f32 ulp of theta'_i times |m|) -- and call an angle-limited cell
+// rotation-limited, with a fix that does not fix it. Instead each pair's measured error e is
+// divided in the proportion of the derived bound's terms (src/bounds): angle part e A / sqrt(A^2
+// + R^2), rotation part e R / sqrt(A^2 + R^2), A the bound's angle term, R the sum of its trig,
+// arithmetic, scale, storage and second-order terms. The squares add up to e^2 (the share stays a
+// share of the measured error); the bucket says "split": "bound".
 void add_pairs(ErrorStats& st, OctaveStats& oc, const RopeSpec& spec, const VectorRef& v,
                const double* g, const Answers& ans, int slot,
-               const std::vector<bounds::PairBound>& bnd) {
-  const auto& au = v.angle_u[static_cast<std::size_t>(slot)];
+               const std::vector<bounds::PairBound>& bnd, bool by_bound) {
+  const auto& au_recipe = v.angle_u[static_cast<std::size_t>(slot)];
+  if (by_bound) st.split_by_bound = true;
   for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
     const auto [a, b] = spec.pair(i);
     const double n = v.norm[static_cast<std::size_t>(i)];
-    const double e = ans.e[i], er = ans.er[i];
+    const double e = ans.e[i];
+    double angle_u = au_recipe[i], er = ans.er[i];
+    if (by_bound) {
+      const bounds::PairBound& pb = bnd[static_cast<std::size_t>(i)];
+      const double A = pb.angle,
+                   R = pb.trig + pb.arithmetic + pb.scale + pb.storage + pb.second_order;
+      const double h = std::hypot(A, R);
+      angle_u = h > 0 ? e * (A / h) : 0.0;
+      er = h > 0 ? e * (R / h) : e;
+    }
     ++st.n_pairs;
     ++oc.n_pairs;
     st.sum_pair2 += e * e;
     oc.sum_pair2 += e * e;
     if (e > oc.max_pair_u || std::isnan(e)) oc.max_pair_u = e;
-    st.max_angle_u = std::fmax(st.max_angle_u, au[i]);
+    st.max_angle_u = std::fmax(st.max_angle_u, angle_u);
     if (er > st.max_rot_u || std::isnan(er)) st.max_rot_u = er;
-    st.sum_angle2 += au[i] * au[i];
+    st.sum_angle2 += angle_u * angle_u;
     st.sum_rot2 += er * er;
     add_bound(st, e, bnd[i].total_u(n));
     offer_worst_pair(st, v, g, a, b, e);
@@ -349,7 +368,8 @@ struct SweepScratch {
   std::vector<Policy> slot_policy;
   std::vector<int> slot;  // per kernel: its recipe slot
   std::vector<std::vector<bounds::PairBound>> bnd;
-  std::vector<double> fp8_p;  // add_fp8's per-element bounds
+  std::vector<char> by_bound;  // per kernel: recipe_reproduced is false on this spec
+  std::vector<double> fp8_p;   // add_fp8's per-element bounds
 };
 
 // One sampled position: every head vector against every supported kernel.
@@ -377,8 +397,12 @@ void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const Op
     W.slot_policy.push_back(pol);
   }
   W.slot.assign(runs.size(), -1);
+  W.by_bound.assign(runs.size(), 0);
   for (std::size_t k = 0; k < runs.size(); ++k)
-    if (runs[k].supported) W.slot[k] = slot_of.at(recipe_key(runs[k].checker.policy()));
+    if (runs[k].supported) {
+      W.slot[k] = slot_of.at(recipe_key(runs[k].checker.policy()));
+      W.by_bound[k] = !recipe_reproduced(runs[k].checker.policy(), spec);
+    }
   W.recipe.set_position(m, W.slot_policy);
   // The exact trig of the position, shared by its heads.
   const ref::Rotation rot = W.oracle.at({m});
@@ -401,7 +425,7 @@ void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const Op
       const double* g = runs[k].got[v];
       add_elements(st, spec, vr, g, W.answers[k].diff);
       add_pairs(st, R.oct[k][static_cast<std::size_t>(octave_of(m))], spec, vr, g, W.answers[k],
-                W.slot[k], W.bnd[k]);
+                W.slot[k], W.bnd[k], W.by_bound[k] != 0);
       if (!R.fp8[k].empty()) add_fp8(R.fp8[k], o, spec, d, vr, g, W.bnd[k], W.fp8_p);
     }
   }

@@ -133,4 +133,35 @@ TEST(Headline, UnsupportedIsSaidSo) {
             std::string::npos);
 }
 
+// A kernel that refused the sampled positions from 65536 on (vLLM's YaRN cache of ceil(orig *
+// factor) rows, which its declared domain cannot say): no octave or bucket past 65535. The
+// contexts whose L - 1 falls there carry no figure -- the max over the positions it ran is not the
+// error at L -- and the crossings it never reached are not ">= 1M".
+TEST(Headline, RefusedPositionsAreNotRunNotAFigure) {
+  json r = result(
+      "v", "f32", std::ldexp(1.0, -24), [](double lo) { return lo < 8 ? 1.0 : 4.0; }, 1.0,
+      "vllm_f32");
+  json oct = json::array(), buckets = json::array();
+  for (const auto& o : r["octaves"])
+    if (o["position_lo"].get<std::int64_t>() < 65536) oct.push_back(o);
+  for (const auto& b : r["buckets"])
+    if (b["bucket"] != "65536-2^20") buckets.push_back(b);
+  r["octaves"] = oct;
+  r["buckets"] = buckets;
+  json d = doc_with({r});
+  add_headline(d);
+  const json& row = d["headline"]["rows"][0];
+  EXPECT_EQ(row["at"][1]["limited_by"], "angle");  // 32k: positions < 32768, all run
+  for (int c : {2, 3}) {                           // 128k and 1M: L - 1 >= 65536
+    EXPECT_EQ(row["at"][c]["limited_by"], "not run") << row["at"][c];
+    EXPECT_TRUE(row["at"][c]["max_pair_u"].is_null());
+  }
+  EXPECT_EQ(row["exceeds"][0]["context"], 16);  // 4 u from octave [8, 16)
+  EXPECT_TRUE(row["exceeds"][1]["context"].is_null());
+  EXPECT_EQ(row["exceeds"][1]["label"], "not below 128k (not run past it)");
+  const std::string c = d["headline"]["conclusions"][0]["text"];
+  EXPECT_NE(c.find("not run at 1M"), std::string::npos) << c;
+  EXPECT_EQ(c.find("compute the angle"), std::string::npos) << c;
+}
+
 }  // namespace

@@ -6,6 +6,7 @@
 // implements every scaling kind in both 1-D layouts) stand for the production engines, so the test
 // holds before and after the engines learn the scaling variants.
 #include "ropecheck/reports/model_atlas.hpp"
+#include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 
 #include <gtest/gtest.h>
@@ -60,12 +61,30 @@ class FakeEngine : public Kernel {
   bool skew_;
 };
 
+// A cache its declared domain does not show (vLLM's extent depends on the spec's scaling): apply
+// refuses a batch with any position past `cache`, domain() says unlimited.
+class HiddenCacheEngine : public FakeEngine {
+ public:
+  HiddenCacheEngine(std::string name, std::int64_t cache)
+      : FakeEngine(std::move(name), Layout::half, true, cache, false), cache_(cache) {}
+  Domain domain() const override { return scalar().domain(); }
+  KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
+    for (std::int64_t t = 0; t < a.n_tokens; ++t)
+      if (a.positions[t] > cache_) return KernelStatus::unsupported;
+    return FakeEngine::apply(spec, a);
+  }
+
+ private:
+  std::int64_t cache_;
+};
+
 constexpr auto kNoCache = std::numeric_limits<std::int64_t>::max();
 const FakeEngine kRight("right", Layout::half, true, kNoCache, false);
 const FakeEngine kOther("interleaved_only", Layout::interleaved, true, kNoCache, false);
 const FakeEngine kRejects("unscaled_only", Layout::half, false, kNoCache, false);
 const FakeEngine kShortCache("short_cache", Layout::half, true, 4095, false);
 const FakeEngine kWrong("wrong_bits", Layout::half, true, kNoCache, true);
+const HiddenCacheEngine kHiddenCache("hidden_cache", 4095);
 
 AtlasEngine atlas_engine(const Kernel& k) {
   return {&k, k.name(), "upstream/" + k.name() + ".py @0000000", "test fake", ""};
@@ -157,6 +176,58 @@ TEST(ModelAtlas, EngineDifferencesFindTheWrongBits) {
     EXPECT_GT(r["max_pair_difference_u"].get<double>(), 1e4);
     EXPECT_EQ(r["engines"][1], "wrong_bits");
   }
+}
+
+// Positions past a cache the domain does not declare: the sweep's units holding them are refused,
+// and the contexts they cover say "not run" instead of the max over the positions that did run
+// (which read as the error at that context: a figure for 32k from positions < 4096).
+TEST(ModelAtlas, RefusedPositionsAreNotRunNotAFigure) {
+  const json doc = run_atlas(model_options(), {atlas_engine(kRight), atlas_engine(kHiddenCache)});
+  EXPECT_EQ(exit_code(doc), 0) << doc["checks"].dump();
+  const json& hc = row_of(doc, "hidden_cache", "f32");
+  ASSERT_TRUE(hc["supported"].get<bool>());
+  int not_run = 0;
+  for (const auto& c : hc["at"]) {
+    const bool beyond = c["context"].get<std::int64_t>() > 4096;
+    EXPECT_EQ(c["limited_by"] == "not run", beyond) << c.dump();
+    EXPECT_EQ(c["max_pair_u"].is_null(), beyond) << c.dump();
+    not_run += beyond;
+  }
+  EXPECT_GT(not_run, 0);
+  EXPECT_EQ(hc["limited_by"], "not run");
+  EXPECT_NE(render_markdown(doc).find("not run (positions refused)"), std::string::npos);
+}
+
+// The angle-vs-rotation split of the engines' scaled f32 recipes on Llama 3.1's RoPE: f32 at long
+// context is angle-limited (f32 positions times an f32 inv_freq), and the report must say so and
+// give the angle's fix. hf_eager's and vllm_native's angles are reproduced (recipe_f32.hpp);
+// ggml_cpu's llama3 ladder is not, and its split comes from the derived bound ("split": "bound").
+// Before either, the split charged the inv_freq's few-ulp difference to the rotation and called
+// all three arithmetic-limited (angle share 0.32 / 0.32 / 0.14 at 1M), advising a rotation fix.
+TEST(ModelAtlas, ScaledF32EnginesAreAngleLimitedAtLongContext) {
+  Options o = model_options();
+  o.dtypes = {Dtype::f32};
+  o.max_position = 1 << 20;
+  std::vector<AtlasEngine> engines;
+  for (const char* n : {"hf_eager", "vllm_native", "ggml_cpu"})
+    engines.push_back(atlas_engine(*find_engine_kernel(n)));
+  const json doc = run_atlas(o, engines);
+  EXPECT_EQ(exit_code(doc), 0) << doc["checks"].dump();
+  for (const char* n : {"hf_eager", "vllm_native", "ggml_cpu"}) {
+    const json& r = row_of(doc, n, "f32");
+    ASSERT_TRUE(r["supported"].get<bool>()) << n;
+    EXPECT_EQ(r["limited_by"], "angle") << n << " " << r.dump();
+    EXPECT_GT(r["at"].back()["angle_share"].get<double>(), 0.9) << n;
+  }
+  bool bound_split = false;
+  for (const auto& res : doc["results"])
+    for (const auto& b : res["buckets"])
+      if (b["angle_vs_rotation"].value("split", std::string()) == "bound") {
+        EXPECT_NE(res["kernel"].get<std::string>().find("ggml_cpu"), std::string::npos)
+            << res["kernel"];
+        bound_split = true;
+      }
+  EXPECT_TRUE(bound_split);
 }
 
 }  // namespace

@@ -89,6 +89,9 @@ struct ErrorStats {
   // exact rotation vs the exact spec, E_rot = kernel vs recipe-faithful exact rotation.
   double max_angle_u = 0, max_rot_u = 0;
   ExactSum sum_angle2, sum_rot2;
+  // True when some pair's split came from the derived bound instead (sweep.cpp add_pairs: the
+  // report does not reproduce that kernel's angle recipe for the spec).
+  bool split_by_bound = false;
   std::array<std::int64_t, kUlpBins> hist{};
 
   void add_element(double ulp_error);
