@@ -27,12 +27,17 @@ float ladder_f32_angle(const RopeSpec& spec, std::int64_t i, std::int64_t m) {
   if (sc.kind == ScalingKind::linear) return (1.0f / static_cast<float>(sc.factor)) * theta;
   if (sc.kind == ScalingKind::freq_factors)
     return theta / static_cast<float>(sc.freq_factors[static_cast<std::size_t>(i)]);
+  if (sc.kind == ScalingKind::longrope)  // llama.cpp's long or short rope_factors tensor
+    return theta / static_cast<float>((sc.seq_len > sc.original_max_position_embeddings
+                                           ? sc.long_factor
+                                           : sc.short_factor)[static_cast<std::size_t>(i)]);
   return theta;
 }
 bool ladder_f32_faithful(const Policy& p, const RopeSpec& spec) {
   const ScalingKind k = spec.scaling.kind;
   return p.recipe == AngleRecipe::ladder_f32 &&
-         (k == ScalingKind::none || k == ScalingKind::linear || k == ScalingKind::freq_factors);
+         (k == ScalingKind::none || k == ScalingKind::linear || k == ScalingKind::freq_factors ||
+          k == ScalingKind::longrope);
 }
 // fast_powf_f32 (FlashInfer) is reproduced unscaled and with linear scaling on the 1-D layouts,
 // fast_powf_ladder_f32 (llama.cpp CUDA) unscaled on every layout (through spec.ladder).
@@ -170,8 +175,8 @@ std::vector<double> recipe_angles(const Policy& p, const RopeSpec& spec, std::in
   // f64 formulas (theta_ladder_f64) and form m * theta'_i in their angle precision; that is the
   // recipe reproduced here (a declared f32 angle rounds theta'_i and the product to f32, hf_f32
   // and ladder_f32 are treated as f32 angles). ladder_f32 is reproduced exactly instead on every
-  // layout unscaled and with linear / freq_factors (ggml's, see recipe_angle). Multi-axis specs
-  // are reported with one position per token.
+  // layout unscaled and with linear / freq_factors / longrope (ggml's, see recipe_angle).
+  // Multi-axis specs are reported with one position per token.
   if (f32_tensor_faithful(p, spec)) {
     const std::vector<float> inv = f32_inv_freq(p.recipe, spec);
     const float divisor = f32_position_divisor(p.recipe, spec);

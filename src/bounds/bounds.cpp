@@ -40,7 +40,11 @@
 //      Scaling (ggml rope_yarn with ext_factor 0: angle = fl(freq_scale * (theta / ff_j))):
 //        linear: freq_scale = 1.0f / float(factor) (llama.cpp reads the factor as an f32 and
 //          inverts it in f32), times theta: [factor not f32] mu + mu + mu;
-//        freq_factors: theta / float(ff_j), freq_scale = 1 exactly: [ff_j not f32] mu + mu.
+//        freq_factors: theta / float(ff_j), freq_scale = 1 exactly: [ff_j not f32] mu + mu;
+//        longrope (llama.cpp's LongRoPE, ggml_rope.hpp: the chosen long or short list as the
+//          converter's f32 tensor, freq_scale 1, ext_factor 0): the same, ff_j = c_j, the list
+//          chosen by the spec's rule (seq_len > original), which is llama.cpp's. Its magnitude
+//          (ladder_scaled.cpp F) is section 4's generic 2u + the factor's own f64 error.
 //      With n the count of mu terms, |ln(angle / exact)| <= L = j lambda + n mu, hence
 //        rho = e^L - 1 = (1 + rho_ts)^j (1 + u')^n - 1,  1 + rho_ts = e^lambda, 1 + u' = 1/(1 - u),
 //      which bounds both signs (1 - e^-L <= e^L - 1). Evaluated as expm1(L) in double, times
@@ -298,10 +302,13 @@ double ladder_f32_rel(const RopeSpec& spec, std::int64_t pair, bool m_above_2_24
   const Scaling& sc = spec.scaling;
   if (sc.kind == ScalingKind::linear)
     n += (exactly_representable(sc.factor, Dtype::f32) ? 0 : 1) + 2;
-  if (sc.kind == ScalingKind::freq_factors)
-    n += (exactly_representable(sc.freq_factors[static_cast<std::size_t>(pair)], Dtype::f32) ? 0
-                                                                                             : 1) +
-         1;
+  if (sc.kind == ScalingKind::freq_factors || sc.kind == ScalingKind::longrope) {
+    const bool use_long = sc.seq_len > sc.original_max_position_embeddings;
+    const std::vector<double>& ff = sc.kind == ScalingKind::freq_factors ? sc.freq_factors
+                                    : use_long                           ? sc.long_factor
+                                                                         : sc.short_factor;
+    n += (exactly_representable(ff[static_cast<std::size_t>(pair)], Dtype::f32) ? 0 : 1) + 1;
+  }
   return std::expm1(static_cast<double>(j) * lambda + n * mu) * (1 + 0x1p-40);
 }
 
@@ -384,7 +391,7 @@ PairBounds::AngleTerms recipe_angle_terms(const Policy& policy, const RopeSpec& 
   if (policy.recipe == AngleRecipe::ladder_f32 &&
       (sc.kind == ScalingKind::none || sc.kind == ScalingKind::linear ||
        sc.kind == ScalingKind::freq_factors || sc.kind == ScalingKind::yarn ||
-       sc.kind == ScalingKind::llama3)) {
+       sc.kind == ScalingKind::llama3 || sc.kind == ScalingKind::longrope)) {
     const double theta = std::pow(spec.base, -e);
     t.ladder = true;
     t.m_big = 0x1p24;

@@ -53,6 +53,20 @@
 //    a pair classified into the band on one side of an edge and out of it on the other changes
 //    nothing more (sm = 0 and 1 are the out-of-band values). ggml divides the ladder angle by ff
 //    (u): rho = (1 + rho_ladder)(1 + u')(1 + rho_ff) - 1, 1 + u' = 1/(1 - u).
+// F. LongRoPE as llama.cpp runs Phi-3 (convert_hf_to_gguf.py Phi3MiniModel, llama-context.cpp,
+//    ggml_rope_ext with the rope_factors tensor: src/kernels/engines/ggml_rope.hpp). Angle:
+//    freq_scale is 1.0f (fl(1 * t) = t exactly) and ext_factor 0 skips B-D, so the angle is
+//    fl(ladder / float(c_j)) with c the list the spec's rule picks (seq_len > original, which is
+//    llama.cpp's): section 1's freq_factors terms with ff_j = c_j ([c_j not f32] mu + mu; no
+//    new derivation, bounds.cpp takes longrope there). Magnitude: exact M = sqrt(1 + ln f / ln L),
+//    f = max / L. The converter evaluates the same expression in Python floats (f64: relative
+//    e_M = u64 / (2 ln L) + 4 u64, bounds.cpp section 8's longrope line), the GGUF stores it as
+//    an f32 (u), llama.cpp multiplies it by 1.0f (exact) and ggml's cosf(theta) * mscale rounds
+//    once (u): s^ = M (1 + e)(1 + d1)(1 + d2), |e| <= e_M, |d1|, |d2| <= u, so
+//    |s^ - M| / M <= 2u + e_M + (u^2 + 2u e_M + u^2 e_M): section 4's generic term for ggml's
+//    f32 table and arithmetic, 2 max(u_T, u_R) + e_M + u64, to first order; the products in
+//    parentheses (about u^2 = 2^-48) are what kSlack (bounds.hpp) carries for every first-order
+//    term. f <= 1: M = 1, attn_factor 1.0f, the product exact: 0, as section 4 has it.
 #include "ladder_scaled.hpp"
 
 #include "ropecheck/dtype.hpp"

@@ -66,18 +66,22 @@ class GgmlCpuKernel final : public GgmlScaledBackend {
   std::string name() const override { return "ggml_cpu"; }
   std::string description() const override {
     return "llama.cpp / ggml CPU rope: f32 ladder theta *= powf(base, -2/n_dims), freq_scale, "
-           "rope_freqs (llama3 as the converter writes it), YaRN ramp and mscale in f32, "
-           "ggml_rope_multi sections; cosf/sinf, f32 FMA-contracted rotation, f16 rounded once";
+           "rope_freqs (llama3 as the converter writes it), LongRoPE's long/short factors and "
+           "f32 attn_factor, YaRN ramp and mscale in f32, ggml_rope_multi sections; cosf/sinf, "
+           "f32 FMA-contracted rotation, f16 rounded once";
   }
   Provenance provenance() const override {
     return {"llama.cpp / ggml CPU backend (ggml_rope_ext, ggml_rope_multi)",
             "ggml-org/ggml src/ggml-cpu/ops.cpp @ d99724f2b141fed9e1a9f402213506c081433465; "
-            "llama.cpp src/llama-context.cpp @ 001d906a, convert_hf_to_gguf.py @ 0024aa74",
+            "llama.cpp src/llama-context.cpp @ 001d906a, convert_hf_to_gguf.py @ 0024aa74, "
+            "src/models/phi3.cpp @ a0b8c172, include/llama.h @ 0011438e",
             "bit for bit against golden sets made by the real ggml CPU backend at that commit "
             "(default x86-64 build, GCC, FMA; src/kernels/tests/golden/ggml_cpu_rope.golden and "
-            "ggml_cpu_scaled.golden; ctest engines_native_test, ggml_scaled_test)",
-            "llama.cpp's host-side parameters (freq_scale, ext_factor, attn_factor) and the "
-            "converter's llama3 rope_freqs are transcribed (ggml_rope.hpp)"};
+            "ggml_cpu_scaled.golden, ggml_cpu_longrope.golden; ctest engines_native_test, "
+            "ggml_scaled_test)",
+            "llama.cpp's host-side parameters (freq_scale, ext_factor, attn_factor), the "
+            "converter's llama3 rope_freqs and LongRoPE attn_factor and the long/short choice "
+            "are transcribed (ggml_rope.hpp)"};
   }
   Policy policy(Dtype) const override {
     return {Dtype::f32,

@@ -8,15 +8,34 @@
 //     ext_factor = 1.0f for yarn, else 0; yarn_attn_factor = get_mscale(factor, 1) =
 //     0.1f * logf(factor) + 1.0f, then multiplied by 1.0f / (1.0f + 0.1f * logf(factor)) to
 //     cancel the factor ggml applies itself (llama.cpp PR 17945), both contracted to fmaf by GCC;
-//     beta_fast 32, beta_slow 1, n_ctx_orig = original_max_position_embeddings.
+//     then, for every scaling type, yarn_attn_factor *= hparams.rope_attn_factor (the GGUF's
+//     rope.scaling.attn_factor, 1 when absent); beta_fast 32, beta_slow 1, n_ctx_orig =
+//     original_max_position_embeddings.
 //   ggml-org/llama.cpp convert_hf_to_gguf.py (LlamaModel.generate_extra_tensors) @
 //     0024aa7417efd50a7c2a79e049dfbbbceb0beaaf: llama3 becomes a `rope_freqs` tensor computed in
 //     torch float32 (llama3_rope_freqs below); explicit freq factors are stored as f32.
-// Not run by llama.cpp here (unsupported rows): dynamic NTK (no such scaling type), LongRoPE
-// (Phi-3's long/short factor tensors and its rope_attn_factor are chosen by llama.cpp's graph per
-// context length: not modelled), YaRN with an explicit attention_factor or DeepSeek's mscale pair
-// (llama.cpp's rope_yarn_log_mul path, not modelled), YaRN without truncation (ggml always
-// floors/ceils the correction dims), a magnitude scale, proportional / imrope / axial layouts.
+//   LongRoPE (Phi-3 / Phi-3.5 / Phi-4-mini): the converter (Phi3MiniModel.generate_extra_tensors,
+//     read in the store's split converter module, commit not shown by the index) writes
+//     rope_factors_long / rope_factors_short as torch.float32 tensors of the config's lists and
+//     rope.scaling.attn_factor = sqrt(1 + ln(scale) / ln(original)) in Python floats (scale =
+//     max_position_embeddings / original, 1.0 when scale <= 1), stored as an f32; it writes no
+//     scaling factor (freq_scale 1) and LongRoPE is not YaRN (ext_factor 0), so ggml's mscale
+//     is 1.0f * that f32. The graph (src/models/phi3.cpp @ a0b8c172c7113ff5275be4de7f6f68d2
+//     14a527c6, llama_model::get_rope_factors in src/llama-model.cpp) hands ggml_rope_ext the long
+//     tensor when the per-sequence context exceeds n_ctx_orig_yarn (strictly), else the short one:
+//     the spec's seq_len plays that context (as vllm_native's max_model_len). At
+//     358a4a0109ee414feb67a8bec271e1e6c5aa9302 phi3.cpp passes the largest position of the batch
+//     instead (llama.cpp PR 24875): seq_len is then that quantity; the bits of a choice are the
+//     same.
+// Not run by llama.cpp here (unsupported rows): dynamic NTK (enum llama_rope_scaling_type in
+// include/llama.h @ 0011438e931ec7fd258433f61d411301a759fae2 has none, linear, yarn, longrope),
+// YaRN with an explicit attention_factor (the converter writes it as rope.scaling.yarn_attn_factor,
+// which llama-context.cpp @ 001d906a overwrites with get_mscale(factor, 1) whenever ext_factor !=
+// 0: HF applies the explicit factor, llama.cpp 1 + 0.1 ln f) or DeepSeek's mscale pair (the
+// rope_yarn_log_mul path, not modelled), YaRN without truncation (ggml_rope_yarn_corr_dims in
+// ggml-org/ggml src/ggml.c @ d99724f2 always floors/ceils; llama.cpp has no truncate key), LongRoPE
+// with an explicit attention_factor (the converter ignores it and derives its own), a magnitude
+// scale, proportional / imrope / axial layouts, LongRoPE on M-RoPE.
 #pragma once
 
 #include "engine.hpp"
@@ -70,6 +89,32 @@ inline std::vector<float> llama3_rope_freqs(const RopeSpec& spec) {
   return ff;
 }
 
+// LongRoPE as the converter writes it and llama.cpp's graph picks it (file comment): the chosen
+// factor list as an f32 tensor, attn_factor the converter's f64 value rounded into the GGUF's f32,
+// freq_scale 1 and ext_factor 0 (p's defaults). n_ctx and n_ctx_orig_yarn are uint32 in llama.cpp.
+inline std::optional<GgmlRopeParams> longrope_params(const RopeSpec& spec, GgmlRopeParams p) {
+  const Scaling& sc = spec.scaling;
+  const std::int64_t u32_max = (std::int64_t{1} << 32) - 1;
+  if (p.multi || sc.attention_factor || sc.original_max_position_embeddings < 2 ||
+      sc.original_max_position_embeddings > u32_max || sc.seq_len > u32_max ||
+      static_cast<std::int64_t>(sc.long_factor.size()) != spec.n_pairs() ||
+      static_cast<std::int64_t>(sc.short_factor.size()) != spec.n_pairs())
+    return std::nullopt;
+  const bool use_long = sc.seq_len > sc.original_max_position_embeddings;
+  for (double f : use_long ? sc.long_factor : sc.short_factor) {
+    const float f32 = static_cast<float>(f);  // torch.tensor(..., dtype=torch.float32)
+    if (!(f32 > 0) || std::isinf(f32)) return std::nullopt;
+    p.freq_factors.push_back(f32);
+  }
+  const double orig = static_cast<double>(sc.original_max_position_embeddings);
+  const double scale = static_cast<double>(sc.max_position_embeddings) / orig;
+  const double attn = scale > 1.0 ? std::sqrt(1 + std::log(scale) / std::log(orig)) : 1.0;
+  p.attn_factor = static_cast<float>(attn);  // the GGUF's f32; 1.0f * it in llama-context.cpp
+  p.n_ctx_orig = static_cast<int>(
+      std::min<std::int64_t>(sc.original_max_position_embeddings, (std::int64_t{1} << 31) - 1));
+  return p;
+}
+
 // The parameters of ggml_rope_ext / ggml_rope_multi for spec, or nothing.
 inline std::optional<GgmlRopeParams> llama_cpp_rope_params(const RopeSpec& spec) {
   GgmlRopeParams p;
@@ -98,6 +143,8 @@ inline std::optional<GgmlRopeParams> llama_cpp_rope_params(const RopeSpec& spec)
       if (sc.high_freq_factor == sc.low_freq_factor) return std::nullopt;
       p.freq_factors = llama3_rope_freqs(spec);
       return p;
+    case ScalingKind::longrope:
+      return longrope_params(spec, p);
     case ScalingKind::yarn: {
       const bool mscale_pair = sc.mscale != 0 && sc.mscale_all_dim != 0;
       if (sc.attention_factor || mscale_pair || !sc.truncate || sc.factor < 1 ||

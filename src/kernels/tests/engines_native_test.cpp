@@ -5,6 +5,7 @@
 // Adding an engine: a row of kEngineCases (the specs and positions its engine takes), a golden
 // test if its real code ran somewhere, and a PolicyItDoesNotMeet case.
 #include "../engines/torch_cpu.hpp"
+#include "golden.hpp"
 #include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "support.hpp"
@@ -12,15 +13,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#ifndef ROPECHECK_GOLDEN_DIR
-#error "ROPECHECK_GOLDEN_DIR must name src/kernels/tests/golden"
-#endif
 
 namespace ropecheck {
 namespace {
@@ -43,50 +38,27 @@ struct GoldenCase {
   std::string line;  // the case header, for messages
 };
 
-Bytes parse_bits(std::istringstream& is, Dtype d, std::int64_t n) {
-  Bytes b(static_cast<std::size_t>(n * bytes_of(d)));
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::string h;
-    if (!(is >> h)) throw std::runtime_error("golden set: short data line");
-    set_raw(d, b, i, std::stoull(h, nullptr, 16));
-  }
-  return b;
-}
-
 // The format written by golden/ggml_cpu_rope_gen.cpp (one head per token); the ONNX Runtime set
 // adds the cos/sin cache rows it fed the op (golden/README.md).
 std::vector<GoldenCase> read_golden(const std::string& file) {
-  std::ifstream f(std::string(ROPECHECK_GOLDEN_DIR) + "/" + file);
-  if (!f) throw std::runtime_error("cannot open golden set " + file);
   std::vector<GoldenCase> cases;
-  std::string line, tag;
-  while (std::getline(f, line)) {
-    std::istringstream is(line);
-    if (!(is >> tag) || tag[0] == '#') continue;
-    if (tag == "case") {
-      GoldenCase c;
-      std::string dt, layout;
-      std::int64_t hd = 0, nd = 0, n_tok = 0;
-      double base = 0;
-      is >> dt >> layout >> hd >> nd >> base >> n_tok;
-      c.dtype = *parse_dtype(dt);
-      c.spec = make_spec(hd, nd, layout == "half" ? Layout::half : Layout::interleaved, base);
-      c.pos.resize(static_cast<std::size_t>(n_tok));
-      c.line = line;
-      cases.push_back(c);
-      continue;
-    }
-    GoldenCase& c = cases.back();
+  for (const GoldenRecord& r : read_golden_records(file)) {
+    GoldenCase c;
+    if (r.head.size() < 6) throw std::runtime_error("golden set: short case line " + r.line);
+    c.dtype = *parse_dtype(r.head[0]);
+    c.spec =
+        make_spec(std::stoll(r.head[2]), std::stoll(r.head[3]),
+                  r.head[1] == "half" ? Layout::half : Layout::interleaved, std::stod(r.head[4]));
+    c.pos = golden_ints(r.at("pos"));
+    c.pos.resize(static_cast<std::size_t>(std::stoll(r.head[5])));
+    c.line = r.line;
     const std::int64_t n = static_cast<std::int64_t>(c.pos.size()) * c.spec.head_dim;
-    if (tag == "pos")
-      for (auto& p : c.pos) is >> p;
-    else if (tag == "in")
-      c.in = parse_bits(is, c.dtype, n);
-    else if (tag == "out")
-      c.out = parse_bits(is, c.dtype, n);
-    else if (tag == "cos" || tag == "sin")
-      (tag == "cos" ? c.cos : c.sin) =
-          parse_bits(is, c.dtype, static_cast<std::int64_t>(c.pos.size()) * c.spec.n_pairs());
+    c.in = golden_bits(r.at("in"), c.dtype, n);
+    c.out = golden_bits(r.at("out"), c.dtype, n);
+    const std::int64_t n_rows = static_cast<std::int64_t>(c.pos.size()) * c.spec.n_pairs();
+    if (r.has("cos")) c.cos = golden_bits(r.at("cos"), c.dtype, n_rows);
+    if (r.has("sin")) c.sin = golden_bits(r.at("sin"), c.dtype, n_rows);
+    cases.push_back(c);
   }
   return cases;
 }

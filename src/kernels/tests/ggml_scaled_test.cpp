@@ -3,6 +3,7 @@
 // (golden/ggml_cpu_scaled.golden, golden/README.md), within the derived bound of its ladder_f32
 // policy at 32k-1M and past (bounds.cpp section 1, ladder_yarn.cpp), and broken YaRN engines
 // (ext_factor ignored, mscale applied twice) outside it.
+#include "golden.hpp"
 #include "ropecheck/bounds.hpp"
 #include "ropecheck/kernels/engines.hpp"
 #include "support.hpp"
@@ -10,17 +11,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#ifndef ROPECHECK_GOLDEN_DIR
-#error "ROPECHECK_GOLDEN_DIR must name src/kernels/tests/golden"
-#endif
 
 namespace ropecheck {
 namespace {
@@ -28,13 +22,6 @@ namespace {
 using namespace kernel_tests;
 
 const Kernel& ggml_cpu() { return *find_engine_kernel("ggml_cpu"); }
-
-float f32_of(const std::string& hex) {
-  const auto b = static_cast<std::uint32_t>(std::stoul(hex, nullptr, 16));
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
 
 struct ScaledCase {
   Dtype dtype = Dtype::f32;
@@ -45,63 +32,72 @@ struct ScaledCase {
   std::string kind, line;
 };
 
-// The format golden/README.md describes: case, params, ff, pos, in, out lines per case.
+// What both sets' case lines open with: dtype, layout, head_dim, n_dims, base, n_tok, kind; then
+// n_fields in all.
+RopeSpec case_spec(const GoldenRecord& r, std::size_t n_fields) {
+  const auto& h = r.head;
+  if (h.size() < n_fields) throw std::runtime_error("golden set: short case line " + r.line);
+  RopeSpec s;
+  s.layout = *parse_layout(h[1]);
+  s.head_dim = std::stoll(h[2]);
+  s.rotary_dim = std::stoll(h[3]);
+  s.base = std::stod(h[4]);
+  s.scaling.kind = *parse_scaling_kind(h[6]);
+  return s;
+}
+
+// The scaled set's case line: ..., kind, factor, original context, low, high, sections; llama3's
+// rope_freqs is the engine's to compute (the converter's arithmetic): only an explicit
+// freq_factors spec takes the ff line.
+RopeSpec scaled_spec(const GoldenRecord& r) {
+  RopeSpec s = case_spec(r, 14);
+  const auto& h = r.head;
+  if (s.layout == Layout::mrope)
+    s.sections = {std::stoll(h[11]), std::stoll(h[12]), std::stoll(h[13])};
+  s.scaling.factor = std::stod(h[7]);
+  s.scaling.original_max_position_embeddings = std::stoll(h[8]);
+  s.scaling.low_freq_factor = std::stod(h[9]);
+  s.scaling.high_freq_factor = std::stod(h[10]);
+  if (s.scaling.kind == ScalingKind::freq_factors)
+    for (const std::string& x : r.at("ff")) s.scaling.freq_factors.push_back(golden_f32(x));
+  return s.normalized();
+}
+
+// The LongRoPE set's case line: ..., longrope, original context, max_position_embeddings,
+// seq_len; the config's factor lists on the short and long lines (decimal, as config.json has
+// them). The params and ff lines (what ggml received) are not read: the engine derives them.
+RopeSpec longrope_spec(const GoldenRecord& r) {
+  RopeSpec s = case_spec(r, 10);
+  const auto& h = r.head;
+  s.scaling.original_max_position_embeddings = std::stoll(h[7]);
+  s.scaling.max_position_embeddings = std::stoll(h[8]);
+  s.scaling.seq_len = std::stoll(h[9]);
+  for (const std::string& x : r.at("short")) s.scaling.short_factor.push_back(std::stod(x));
+  for (const std::string& x : r.at("long")) s.scaling.long_factor.push_back(std::stod(x));
+  return s.normalized();
+}
+
+// The formats golden/README.md describes: a case line, then params, ff, pos, in, out (and short,
+// long for LongRoPE).
 std::vector<ScaledCase> read_scaled(const std::string& file) {
-  std::ifstream f(std::string(ROPECHECK_GOLDEN_DIR) + "/" + file);
-  if (!f) throw std::runtime_error("cannot open golden set " + file);
   std::vector<ScaledCase> cases;
-  std::string line, tag;
-  while (std::getline(f, line)) {
-    std::istringstream is(line);
-    if (!(is >> tag) || tag[0] == '#') continue;
-    if (tag == "case") {
-      ScaledCase c;
-      std::string dt, layout;
-      RopeSpec s;
-      double factor = 1, low = 1, high = 4;
-      std::int64_t orig = 0, sec[3];
-      is >> dt >> layout >> s.head_dim >> s.rotary_dim >> s.base >> c.n_tok >> c.kind >> factor >>
-          orig >> low >> high >> sec[0] >> sec[1] >> sec[2];
-      c.dtype = *parse_dtype(dt);
-      s.layout = *parse_layout(layout);
-      if (s.layout == Layout::mrope) s.sections = {sec[0], sec[1], sec[2]};
-      s.scaling.kind = *parse_scaling_kind(c.kind);
-      s.scaling.factor = factor;
-      s.scaling.original_max_position_embeddings = orig;
-      s.scaling.low_freq_factor = low;
-      s.scaling.high_freq_factor = high;
-      c.spec = s;
-      c.line = line;
-      cases.push_back(c);
-      continue;
-    }
-    ScaledCase& c = cases.back();
+  for (const GoldenRecord& r : read_golden_records(file)) {
+    ScaledCase c;
+    c.dtype = *parse_dtype(r.head.at(0));
+    c.n_tok = std::stoll(r.head.at(5));
+    c.kind = r.head.at(6);
+    c.spec = c.kind == "longrope" ? longrope_spec(r) : scaled_spec(r);
+    c.line = r.line;
+    // ggml's I32 positions, axis-major (M-RoPE: 4 x n_tok); the spec takes spec.n_axes() per token
+    const std::vector<std::int64_t> p = golden_ints(r.at("pos"));
+    const std::int64_t na = c.spec.n_axes();
+    for (std::int64_t t = 0; t < c.n_tok; ++t)
+      for (std::int64_t a = 0; a < na; ++a)
+        c.pos.push_back(p.at(static_cast<std::size_t>(a * c.n_tok + t)));
     const std::int64_t n = c.n_tok * c.spec.head_dim;
-    if (tag == "ff") {
-      std::string h;
-      while (is >> h)
-        if (h != "-") c.spec.scaling.freq_factors.push_back(f32_of(h));
-      // llama3's rope_freqs is the engine's to compute (the converter's arithmetic); only an
-      // explicit freq_factors spec carries them.
-      if (c.spec.scaling.kind != ScalingKind::freq_factors) c.spec.scaling.freq_factors.clear();
-      c.spec = c.spec.normalized();
-    } else if (tag == "pos") {
-      const std::int64_t axes = c.spec.layout == Layout::mrope ? 4 : 1;
-      std::vector<std::int64_t> p(static_cast<std::size_t>(c.n_tok * axes));
-      for (auto& q : p) is >> q;
-      const std::int64_t na = c.spec.n_axes();
-      for (std::int64_t t = 0; t < c.n_tok; ++t)
-        for (std::int64_t a = 0; a < na; ++a)
-          c.pos.push_back(p[a * c.n_tok + t]);  // ggml: axis-major
-    } else if (tag == "in" || tag == "out") {
-      Bytes b(static_cast<std::size_t>(n * bytes_of(c.dtype)));
-      for (std::int64_t i = 0; i < n; ++i) {
-        std::string h;
-        if (!(is >> h)) throw std::runtime_error("golden set: short data line");
-        set_raw(c.dtype, b, i, std::stoull(h, nullptr, 16));
-      }
-      (tag == "in" ? c.in : c.out) = b;
-    }
+    c.in = golden_bits(r.at("in"), c.dtype, n);
+    c.out = golden_bits(r.at("out"), c.dtype, n);
+    cases.push_back(c);
   }
   return cases;
 }
@@ -150,18 +146,24 @@ std::map<std::string, std::int64_t> mismatches(const Kernel& k, const std::vecto
   return bad;
 }
 
-TEST(GgmlScaledGolden, MatchesRealCodeBitForBit) {
-  const auto cases = read_scaled("ggml_cpu_scaled.golden");
-  ASSERT_EQ(cases.size(), 40u);
+// Every output of golden/<file> as ggml_cpu computes it, bit for bit, and every case run
+// (n_outputs in n_cases cases); the mismatches per scaling kind printed.
+void expect_real_code_bits(const std::string& file, std::size_t n_cases, std::int64_t n_outputs) {
+  const auto cases = read_scaled(file);
+  ASSERT_EQ(cases.size(), n_cases);
   std::int64_t total = 0;
   const auto bad = mismatches(ggml_cpu(), cases, &total, true);
-  std::cout << "[ggml_cpu scaled] " << total << " outputs in " << cases.size()
+  std::cout << "[ggml_cpu " << file << "] " << total << " outputs in " << cases.size()
             << " cases (f32, f16); mismatches:";
   for (const auto& [k, v] : bad) std::cout << " " << k << "=" << v;
   std::cout << "\n";
   EXPECT_EQ(bad.at("total"), 0);
-  // 12 tokens x 2 dtypes x the head dims of the 20 configurations: every case ran.
-  EXPECT_EQ(total, 12 * 2 * (14 * 128 + 3 * 64 + 96 + 2 * 80));
+  EXPECT_EQ(total, n_outputs);
+}
+
+TEST(GgmlScaledGolden, MatchesRealCodeBitForBit) {
+  // 12 tokens x 2 dtypes x the head dims of the 20 configurations.
+  expect_real_code_bits("ggml_cpu_scaled.golden", 40, 12 * 2 * (14 * 128 + 3 * 64 + 96 + 2 * 80));
 }
 
 // Delegates to ggml_cpu with a transformed spec: the mistakes the golden set must catch.
@@ -365,6 +367,75 @@ TEST(GgmlScaledBound, NoClaimWhereF32CorrDimsDiffer) {
   std::cout << "[ladder_f32 angle bound, pair 63, m = 1M] unscaled "
             << bounds::angle_error_bound(p, plain, 63, 1000000).rel / u << " u, yarn x8 "
             << bounds::angle_error_bound(p, ok, 63, 1000000).rel / u << " u\n";
+}
+
+// ==== LongRoPE as llama.cpp runs Phi-3 (golden/ggml_cpu_longrope.golden)
+// ========================== The factor list the other side of llama.cpp's choice (seq_len >
+// original): short where long apply and long where short apply.
+RopeSpec longrope_other_side(RopeSpec s) {
+  Scaling& sc = s.scaling;
+  if (sc.kind == ScalingKind::longrope)
+    sc.seq_len = sc.seq_len > sc.original_max_position_embeddings
+                     ? 0
+                     : sc.original_max_position_embeddings + 1;
+  return s;
+}
+// The converter's attention factor left out (max_position_embeddings at the original context:
+// the factor is 1).
+RopeSpec longrope_without_magnitude(RopeSpec s) {
+  if (s.scaling.kind == ScalingKind::longrope)
+    s.scaling.max_position_embeddings = s.scaling.original_max_position_embeddings;
+  return s;
+}
+
+TEST(GgmlLongRopeGolden, MatchesRealCodeBitForBit) {
+  // 12 tokens x 2 dtypes x {long, short} x the head dims of the 4 configurations.
+  expect_real_code_bits("ggml_cpu_longrope.golden", 16, 12 * 2 * 2 * (96 + 128 + 64 + 80));
+}
+
+TEST(GgmlLongRopeGolden, MutantsDifferFromRealCode) {
+  const auto cases = read_scaled("ggml_cpu_longrope.golden");
+  std::int64_t total = 0;
+  const auto side = mismatches(SpecMutant(longrope_other_side), cases, &total, false);
+  const auto mag = mismatches(SpecMutant(longrope_without_magnitude), cases, &total, false);
+  std::cout << "[ggml_cpu longrope mutants] the other factor list: " << side.at("total") << " of "
+            << total << " differ; attention factor left out: " << mag.at("total") << " of " << total
+            << "\n";
+  EXPECT_GT(side.at("total"), total / 2);
+  EXPECT_GT(mag.at("total"), total / 2);
+}
+
+// Every configuration of the golden set (both sides, f32 and f16) within the derived bound
+// (bounds.cpp section 1 longrope, ladder_scaled.cpp F) at 4k-1M and to 2^31 - 1; the mutants
+// above outside it.
+TEST(GgmlLongRopeBound, MatchesReferenceWithinBound) {
+  std::mt19937_64 rng(0x5EED0E07u);
+  for (const ScaledCase& c : read_scaled("ggml_cpu_longrope.golden")) {
+    ASSERT_TRUE(ggml_cpu().supports(c.spec, c.dtype)) << c.line;
+    const double w1m = check_against_reference(ggml_cpu(), c.spec, c.dtype, k1MPositions, 2, rng);
+    const double w = check_against_reference(ggml_cpu(), c.spec, c.dtype, kLongPositions, 2, rng);
+    std::cout << "[ggml_cpu " << c.line << "] worst utilization " << w1m << " at 4k-1M, " << w
+              << " to 2^31 - 1\n";
+  }
+}
+
+TEST(GgmlLongRopeBound, BrokenLongRopeFails) {
+  const auto cases = read_scaled("ggml_cpu_longrope.golden");
+  const RopeSpec phi35_long = cases.at(0).spec;  // Phi-3.5-mini at seq_len 131072: long factors
+  ASSERT_GT(phi35_long.scaling.seq_len, phi35_long.scaling.original_max_position_embeddings);
+  const std::vector<std::int64_t> pos = {4095, 32768, 131072, 1000000};
+  std::mt19937_64 rng(0x5EED0E08u);
+  const double honest = check_against_reference(ggml_cpu(), phi35_long, Dtype::f32, pos, 2, rng);
+  const double side = check_against_reference(SpecMutant(longrope_other_side), phi35_long,
+                                              Dtype::f32, pos, 2, rng, false);
+  const double mag = check_against_reference(SpecMutant(longrope_without_magnitude), phi35_long,
+                                             Dtype::f32, pos, 2, rng, false);
+  std::cout << "[ggml_cpu longrope f32] worst utilization: honest " << honest
+            << ", short factors where long apply " << side << ", attention factor left out " << mag
+            << "\n";
+  EXPECT_LE(honest, 1.0);
+  EXPECT_GT(side, 1.0);
+  EXPECT_GT(mag, 1.0);
 }
 
 }  // namespace
