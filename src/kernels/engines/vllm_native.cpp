@@ -37,13 +37,10 @@
 //       original_max_position_embeddings (spec.scaling.seq_len plays max_model_len: the spec's
 //       choice rule is HF's, by the sequence length, which vLLM fixes to max_model_len); the long
 //       cache has max_position_embeddings rows, the short one original_max_position_embeddings
-// Cache extent: positions index the cos/sin cache, so only 0 .. rows - 1 are served; apply()
-// returns unsupported for a position past it (vLLM's index_select would raise, or for the short
-// LongRoPE cache silently read the long cache's rows). Unscaled, and linear / llama3 without
-// max_position_embeddings in the spec: the cache is taken as long as the positions asked.
 //     mrope.py @ dba39a557eabb84d809fc4ac86d5afd0b6bc5b84 (MRotaryEmbedding, Qwen2-VL / Qwen2.5-VL
-//       M-RoPE and, with mrope_interleaved, Qwen3-VL's): the base class's cache (f32, cast to the
-//       model dtype), its rows gathered by each axis' position ([3, tokens]), then cos and sin
+//       M-RoPE and, with mrope_interleaved, Qwen3-VL's): RotaryEmbeddingBase's cache (base.py @
+//       072d10a084c2b89e63323c781eacd7d7e218ba2b: the steps above; f32, cast to the model
+//       dtype), its rows gathered by each axis' position ([3, tokens]), then cos and sin
 //       each split by mrope_section on the half (rotary_dim / 2) dim and chunk k taken from axis
 //       k (torch.cat), or with mrope_interleaved apply_interleaved_rope (axis h on pairs
 //       1, 4, .. < 3 sections[1], w on 2, 5, .. < 3 sections[2], t elsewhere): which is the
@@ -51,6 +48,12 @@
 //       the model dtype). 1-D positions (text only) gather one row for every pair: the same as
 //       t = h = w. The cache has 4 * max_position_embeddings rows, which the unscaled spec does
 //       not carry (taken as long as the positions asked, as for RotaryEmbedding).
+//     __init__.py @ 926c71f6f25f8fe0a71ba4b168205e64bef24a36 (get_rope): MRotaryEmbedding for
+//       rope_type default and yarn when the config has mrope_section
+// Cache extent: positions index the cos/sin cache, so only 0 .. rows - 1 are served; apply()
+// returns unsupported for a position past it (vLLM's index_select would raise, or for the short
+// LongRoPE cache silently read the long cache's rows). Unscaled, and linear / llama3 without
+// max_position_embeddings in the spec: the cache is taken as long as the positions asked.
 // Not modelled: explicit attention factors, YaRN without truncation and DeepSeek's mscale without
 // mscale_all_dim (the spec's HF reading differs), and MRotaryEmbedding with YaRN (get_rope's
 // "yarn" with mrope_section): it passes 4 * original_max_position_embeddings to the base class,
