@@ -142,7 +142,10 @@ void write_outputs(std::ostream& os, plugin::PluginKernel& pk,
   for (const auto& r : results) {
     if (std::find(ro.dtypes.begin(), ro.dtypes.end(), r.dtype) == ro.dtypes.end())
       ro.dtypes.push_back(r.dtype);
-    if (std::find(ro.layouts.begin(), ro.layouts.end(), r.layout) == ro.layouts.end())
+    // The report's sweep is 1-D (its specs carry no sections); the multi-axis configurations are
+    // in validation.json's results.
+    if (!is_multi_axis(r.layout) &&
+        std::find(ro.layouts.begin(), ro.layouts.end(), r.layout) == ro.layouts.end())
       ro.layouts.push_back(r.layout);
   }
   ro.threads = 1;  // the plugin worker serves one call at a time

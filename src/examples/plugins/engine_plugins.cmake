@@ -4,7 +4,7 @@
 # descriptor knobs (_engine_<name>, documented at the top of builtin_wrap.cpp), the knob of its
 # misdeclaration (_misdeclare_<name>) and the dtype where that shows (_misdeclared_dtype_<name>).
 # Each declares the domain its engine has (vLLM: positions index a cache, no magnitude scale, NeoX
-# and GPT-J; ggml: int32 positions, f32/f16, no magnitude) and its own policy; each has a
+# and GPT-J, MRotaryEmbedding's mrope / imrope; ggml: int32 positions, f32/f16, no magnitude) and its own policy; each has a
 # *_misdeclared twin declaring a policy its recipe does not meet: an f32 table and f32 arithmetic
 # for the recipes that round the table and every op into bf16/f16 (hf_eager, vllm_native), the
 # hf_f32 angle recipe for ggml's f32 ladder, an f64 angle with exact trig for the f32 fast-math
@@ -14,7 +14,7 @@ set(_engine_hf_eager "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYO
     "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)")
 set(_engine_vllm_native ROPECHECK_WRAP_MIN_POSITION=0 ROPECHECK_WRAP_MAX_POSITION=INT64_MAX
     ROPECHECK_WRAP_NO_SCALE
-    "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)|ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED)"
+    "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)|ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED)|ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_MROPE)|ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_IMROPE)"
     "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)"
     "ROPECHECK_WRAP_DTYPES=ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32)|ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F16)|ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_BF16)")
 set(_ggml_common ROPECHECK_WRAP_MIN_POSITION=INT32_MIN ROPECHECK_WRAP_MAX_POSITION=INT32_MAX

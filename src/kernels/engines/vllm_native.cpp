@@ -37,12 +37,29 @@
 //       original_max_position_embeddings (spec.scaling.seq_len plays max_model_len: the spec's
 //       choice rule is HF's, by the sequence length, which vLLM fixes to max_model_len); the long
 //       cache has max_position_embeddings rows, the short one original_max_position_embeddings
+//     mrope.py @ dba39a557eabb84d809fc4ac86d5afd0b6bc5b84 (MRotaryEmbedding, Qwen2-VL / Qwen2.5-VL
+//       M-RoPE and, with mrope_interleaved, Qwen3-VL's): RotaryEmbeddingBase's cache (base.py @
+//       072d10a084c2b89e63323c781eacd7d7e218ba2b: the steps above; f32, cast to the model
+//       dtype), its rows gathered by each axis' position ([3, tokens]), then cos and sin
+//       each split by mrope_section on the half (rotary_dim / 2) dim and chunk k taken from axis
+//       k (torch.cat), or with mrope_interleaved apply_interleaved_rope (axis h on pairs
+//       1, 4, .. < 3 sections[1], w on 2, 5, .. < 3 sections[2], t elsewhere): which is the
+//       spec's pair_axis() for mrope / imrope. The rotation is common.py's (NeoX halves, each op in
+//       the model dtype). 1-D positions (text only) gather one row for every pair: the same as
+//       t = h = w. The cache has 4 * max_position_embeddings rows, which the unscaled spec does
+//       not carry (taken as long as the positions asked, as for RotaryEmbedding).
+//     __init__.py @ 926c71f6f25f8fe0a71ba4b168205e64bef24a36 (get_rope): MRotaryEmbedding for
+//       rope_type default and yarn when the config has mrope_section
 // Cache extent: positions index the cos/sin cache, so only 0 .. rows - 1 are served; apply()
 // returns unsupported for a position past it (vLLM's index_select would raise, or for the short
 // LongRoPE cache silently read the long cache's rows). Unscaled, and linear / llama3 without
 // max_position_embeddings in the spec: the cache is taken as long as the positions asked.
-// Not modelled: MRotaryEmbedding (Qwen2-VL), explicit attention factors, YaRN without truncation
-// and DeepSeek's mscale without mscale_all_dim (the spec's HF reading differs): unsupported.
+// Not modelled: explicit attention factors, YaRN without truncation and DeepSeek's mscale without
+// mscale_all_dim (the spec's HF reading differs), and MRotaryEmbedding with YaRN (get_rope's
+// "yarn" with mrope_section): it passes 4 * original_max_position_embeddings to the base class,
+// so YaRN's correction range and cache are those of a 4x longer original context, not the
+// config's; M-RoPE with any other rope_type is not MRotaryEmbedding (get_rope builds the 1-D
+// class): unsupported.
 // Trig as hf_eager: glibc cosf/sinf (PyTorch's scalar CPU loop); SLEEF / CUDA modelled.
 #include "torch_cpu.hpp"
 
@@ -151,6 +168,8 @@ bool vllm_models(const RopeSpec& spec) {
     return false;
   }
   const Scaling& sc = spec.scaling;
+  if (is_multi_axis(spec.layout))  // MRotaryEmbedding: default frequencies (its YaRN: see above)
+    return spec.layout != Layout::axial && sc.kind == ScalingKind::none;
   switch (sc.kind) {
     case ScalingKind::none:
     case ScalingKind::linear:
@@ -213,16 +232,18 @@ VllmCache vllm_cache(const RopeSpec& spec) {
 
 // The cache rows of the tokens' positions, computed as vLLM does (f32 position row, divided by
 // the linear factor, one f32 product with inv_freq, glibc cosf / sinf, times mscale in f32, cast
-// to the model dtype), then torch_cpu::rotate_head.
+// to the model dtype), then torch_cpu::rotate_head. M-RoPE: pair i's entry comes from the row of
+// its axis' position (one position per token: every pair's).
 template <class T>
 void run_cache(const RopeSpec& spec, const TensorArgs& a, const VllmCache& c) {
   const auto* in = static_cast<const T*>(a.in);
   auto* out = static_cast<T*>(a.out);
   std::vector<torch_cpu::opmath_t<T>> cos_t(c.inv_freq.size()), sin_t(c.inv_freq.size());
   for (std::int64_t t = 0; t < a.n_tokens; ++t) {
-    float row = static_cast<float>(a.positions[t]);
-    if (c.position_divisor != 0) row = row / c.position_divisor;
     for (std::size_t i = 0; i < c.inv_freq.size(); ++i) {
+      const std::int64_t axis = a.n_axes == 1 ? 0 : spec.pair_axis(static_cast<std::int64_t>(i));
+      float row = static_cast<float>(a.positions[t * a.n_axes + axis]);
+      if (c.position_divisor != 0) row = row / c.position_divisor;
       const float angle = row * c.inv_freq[i];
       cos_t[i] = torch_cpu::round_op<T>(std::cos(angle) * c.mscale);
       sin_t[i] = torch_cpu::round_op<T>(std::sin(angle) * c.mscale);
@@ -237,16 +258,18 @@ void run_cache(const RopeSpec& spec, const TensorArgs& a, const VllmCache& c) {
 class VllmNativeKernel final : public EngineBase {
  public:
   VllmNativeKernel()
-      : EngineBase({Dtype::f32, Dtype::f16, Dtype::bf16}, {Layout::half, Layout::interleaved}) {}
+      : EngineBase({Dtype::f32, Dtype::f16, Dtype::bf16},
+                   {Layout::half, Layout::interleaved, Layout::mrope, Layout::imrope}) {}
   std::string name() const override { return "vllm_native"; }
   std::string description() const override {
     return "vLLM forward_native: f32 cos/sin cache (scaled classes: linear divides the position, "
-           "dynamic NTK one base, YaRN / DeepSeek mscale, llama3, LongRoPE chosen at start-up) "
-           "cast to the model dtype, rotation in the model dtype (one rounding per op); "
-           "positions past the cache are not served";
+           "dynamic NTK one base, YaRN / DeepSeek mscale, llama3, LongRoPE chosen at start-up; "
+           "MRotaryEmbedding: each pair's row from its t/h/w axis, mrope_section chunks or "
+           "Qwen3-VL's interleaved) cast to the model dtype, rotation in the model dtype (one "
+           "rounding per op); positions past the cache are not served";
   }
   Provenance provenance() const override {
-    return {"vLLM (RotaryEmbedding.forward_native and the scaled classes)",
+    return {"vLLM (RotaryEmbedding.forward_native, the scaled classes, MRotaryEmbedding)",
             "vllm-project/vllm vllm/model_executor/layers/rotary_embedding/: base.py @ "
             "04458da08417899fc04046216c986d28abeb85af; common.py @ "
             "002d181a55a03803d7d69547846630069d2378b8 / 1593f0c1de61ba1e6efb9315ac8d0a3d2fe14cdd; "
@@ -255,15 +278,18 @@ class VllmNativeKernel final : public EngineBase {
             "yarn_scaling_rope.py @ ffdc985737c94233f2c88629c4450022e5bf4925; "
             "deepseek_scaling_rope.py @ 00d678e109f09c2d1845e7a6626ba9fd5980e4f0; "
             "llama3_rope.py @ 045d7575500e01e0f4a7ff84e039a9f7f7dc3bd0; "
-            "phi3_long_rope_scaled_rope.py @ 17d618b0f944610b73e79e6726983fbe7679f613",
+            "phi3_long_rope_scaled_rope.py @ 17d618b0f944610b73e79e6726983fbe7679f613; "
+            "mrope.py @ dba39a557eabb84d809fc4ac86d5afd0b6bc5b84 (with base.py @ "
+            "072d10a084c2b89e63323c781eacd7d7e218ba2b)",
             "bit for bit against golden sets made by those classes at those commits in PyTorch "
             "1.13 CPU (unscaled: 33,792 outputs, src/python/tests/golden/vllm_native.npz; scaled: "
-            "201,216 outputs of 42 cases, src/python/tests/golden/vllm_native_scaled.npz; ctest "
-            "engines_torch)",
+            "201,216 outputs of 42 cases, src/python/tests/golden/vllm_native_scaled.npz; "
+            "MRotaryEmbedding: 110,592 outputs of 21 cases, "
+            "src/python/tests/golden/vllm_native_mrope.npz; ctest engines_torch)",
             "trig: glibc cosf/sinf, PyTorch's scalar CPU loop (ATEN_CPU_CAPABILITY=default); "
             "the cache built by PyTorch's AVX2/AVX-512 loops (SLEEF u10) or on the GPU differs by "
-            "1-2 ulp in some entries, covered by the declared trig_error; MRotaryEmbedding not "
-            "modelled"};
+            "1-2 ulp in some entries, covered by the declared trig_error; MRotaryEmbedding with "
+            "YaRN (its correction range at 4x the original context) not modelled"};
   }
   Domain domain() const override {
     Domain d = EngineBase::domain();
@@ -287,13 +313,20 @@ class VllmNativeKernel final : public EngineBase {
             "round into it",
             2};
   }
+  // Positions: one per token, or for M-RoPE also [tokens, 3] (t, h, w; vLLM's [3, tokens]).
   KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
-    if (auto st = check(spec, a); st != KernelStatus::ok || a.n_tokens == 0 || a.n_heads == 0)
+    const bool multi = is_multi_axis(spec.layout);
+    if (multi && a.n_axes != 1 && a.n_axes != spec.n_axes() && supports(spec, a.dtype))
+      return KernelStatus::error;
+    TensorArgs one = a;  // check() takes one position per token
+    if (multi) one.n_axes = 1;
+    if (auto st = check(spec, one); st != KernelStatus::ok || a.n_tokens == 0 || a.n_heads == 0)
       return st;
     const VllmCache c = vllm_cache(spec);
-    for (std::int64_t t = 0; t < a.n_tokens; ++t) {
-      if (a.positions[t] < 0) return KernelStatus::error;              // index_select raises
-      if (a.positions[t] >= c.rows) return KernelStatus::unsupported;  // past the cache
+    for (std::int64_t k = 0; k < a.n_tokens * a.n_axes; ++k) {
+      // index_select raises; MRotaryEmbedding's cache[positions] would wrap to the last rows
+      if (a.positions[k] < 0) return KernelStatus::error;
+      if (a.positions[k] >= c.rows) return KernelStatus::unsupported;  // past the cache
     }
     return kernels::dispatch_dtype(a.dtype, [&](auto tag) {
       run_cache<decltype(tag)>(spec, a, c);

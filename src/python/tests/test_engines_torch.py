@@ -3,9 +3,10 @@ upstream code, bit for bit (ctest engines_torch).
 
 The upstream code never enters this repository: transformers' and vLLM's functions were run by
 hand, outside it, and only their inputs and output bits are here, in golden/hf_eager.npz,
-golden/vllm_native.npz and golden/vllm_native_scaled.npz (vLLM's scaled classes); golden/README.md says how they were made (repository, file, commit,
-function, PyTorch version, ATEN_CPU_CAPABILITY, seed) and each file carries the same in its
-`meta`. Every golden output element is compared with the engine kernel's (rc.apply_kernel) bit
+golden/vllm_native.npz, golden/vllm_native_scaled.npz (vLLM's scaled classes) and
+golden/vllm_native_mrope.npz (MRotaryEmbedding); golden/README.md says how they were made
+(repository, file, commit, function, PyTorch version, ATEN_CPU_CAPABILITY, seed) and each file
+carries the same in its `meta`. Every golden output element is compared with the engine kernel's (rc.apply_kernel) bit
 for bit: an emulation that does not match is a bug or a found engine difference, never a
 tolerance. The comparison is shown to fail on a flipped bit and on kernels with another recipe.
 """
@@ -417,3 +418,146 @@ def test_apply_kernel_refuses_bad_calls():
         rc.apply_kernel("vllm_native", x, torch.tensor([0, -1]), spec)
     y = rc.apply_kernel("hf_eager", x[:, 0, :], pos, spec)  # [tokens, head_dim] works too
     assert y.shape == (2, 64) and y.dtype == torch.bfloat16
+
+
+# ---- vLLM's MRotaryEmbedding (golden/vllm_native_mrope.npz) --------------------------------------
+# Qwen2-VL's [16, 24, 24] and smaller sections, partial rotary with an empty t section, text-only
+# 1-D positions and t = h = w, Qwen3-VL's interleaved sections (spec layout imrope) and one YaRN
+# configuration (which vllm_native refuses: see test_vmrope_yarn_is_yarn_at_four_times_the_context).
+# Golden positions are vLLM's [3, tokens] (or [tokens] text only); the engine takes [tokens, 3].
+VMROPE = load("vllm_native_mrope")
+
+
+def vmrope_spec(c, layout=None, sections=None):
+    return rc.Spec(head_dim=c["head_dim"], rotary_dim=c["rotary_dim"], base=c["base"],
+                   layout=layout or c["layout"], sections=sections or c["sections"])
+
+
+def vmrope_inputs(i):
+    """(x [tokens, heads, head_dim], vLLM's positions array, golden bits of the rotated dims)."""
+    arrays, meta = VMROPE
+    c = meta["cases"][i]
+    pos = arrays[c["positions"]]
+    n_tok = pos.shape[-1]
+    x = as_torch(arrays[f"x_{c['dtype']}"][:n_tok * c["heads"] * c["head_dim"]],
+                 c["dtype"]).reshape(n_tok, c["heads"], c["head_dim"])
+    return x, pos, arrays[f"out{i}"].view(DTYPES[c["dtype"]][0])
+
+
+def vmrope_positions(pos):
+    """vLLM's [3, tokens] as the engine's [tokens, 3]; text-only [tokens] as it is."""
+    return torch.from_numpy(np.ascontiguousarray(pos.T if pos.ndim == 2 else pos))
+
+
+def vmrope_cases(scaled=False):
+    return [pytest.param(i, id=f"{c['name']}-{c['dtype']}-hd{c['head_dim']}-rd{c['rotary_dim']}-"
+                         f"{c['layout']}-{'-'.join(map(str, c['sections']))}-axes{c['n_axes']}")
+            for i, c in enumerate(VMROPE[1]["cases"]) if ("scaling" in c) == scaled]
+
+
+VMROPE_COMPARED = [0]
+
+
+@pytest.mark.parametrize("i", vmrope_cases())
+def test_vllm_native_mrope_matches_golden(i):
+    c = VMROPE[1]["cases"][i]
+    x, pos, want = vmrope_inputs(i)
+    got = rc.apply_kernel("vllm_native", x, vmrope_positions(pos), vmrope_spec(c))
+    assert mismatches(got, x, want) == 0
+    VMROPE_COMPARED[0] += x.numel()
+
+
+@pytest.mark.parametrize("i", [p for p in vmrope_cases() if
+                               VMROPE[1]["cases"][p.values[0]]["layout"] == "mrope"])
+def test_hf_eager_mrope_is_the_same_arithmetic(i):
+    """HF's Qwen2-VL M-RoPE (hf_eager, checked on hf_eager_scaled.npz) gives vLLM's bits too: the
+    same f32 angle, glibc cosf / sinf, cast to the model dtype and three rounded ops."""
+    c = VMROPE[1]["cases"][i]
+    x, pos, want = vmrope_inputs(i)
+    assert mismatches(rc.apply_kernel("hf_eager", x, vmrope_positions(pos), vmrope_spec(c)),
+                      x, want) == 0
+
+
+def test_vmrope_golden_set_covers_the_variants():
+    cases = VMROPE[1]["cases"]
+    arrays = VMROPE[0]
+    assert {c["dtype"] for c in cases} == {"f32", "bf16", "f16"}
+    assert {c["layout"] for c in cases} == {"mrope", "imrope"}
+    assert {1, 3} <= {c["n_axes"] for c in cases}
+    assert any(c["rotary_dim"] < c["head_dim"] and 0 in c["sections"] for c in cases)
+    assert VMROPE[1]["aten_cpu_capability"] == "default"
+    for c in cases:  # each configuration reaches its cache's last row; t, h, w differ
+        pos = arrays[c["positions"]]
+        assert pos.max() == c["rows"] - 1
+        if c["n_axes"] == 3 and c["name"] != "qwen2vl_equal":
+            assert (pos[0] != pos[1]).any() and (pos[1] != pos[2]).any()
+    assert sum(arrays[f"out{i}"].size for i in range(len(cases))) == 110592
+
+
+def test_vmrope_compared_counts():
+    """Runs after the golden tests: every unscaled golden case was compared."""
+    want = sum(VMROPE[0][f"out{p.values[0]}"].size for p in vmrope_cases())
+    print(f"\nvllm_native MRotaryEmbedding: {VMROPE_COMPARED[0]} elements compared bit for bit "
+          f"({want} rotated), 0 mismatches")
+    assert VMROPE_COMPARED[0] >= want > 0
+
+
+@pytest.mark.parametrize("i", [p for p in vmrope_cases() if
+                               VMROPE[1]["cases"][p.values[0]]["name"] in ("qwen2vl", "small",
+                                                                          "imrope_qwen3vl")])
+def test_vmrope_swapped_axes_are_caught(i):
+    """An engine that reads h's position for w's sections and back (the columns swapped) misses
+    vLLM's outputs on every multimodal case."""
+    c = VMROPE[1]["cases"][i]
+    x, pos, want = vmrope_inputs(i)
+    got = rc.apply_kernel("vllm_native", x, vmrope_positions(pos[[0, 2, 1]]), vmrope_spec(c))
+    wrong = mismatches(got, x, want)
+    print(f"\n{c['name']} {c['dtype']}: h and w swapped: {wrong} of {want.size} outputs differ")
+    assert wrong > want.size // 4
+
+
+def test_vmrope_past_the_cache_and_negative_positions_are_not_served():
+    """MRotaryEmbedding's cache has 4 * max_position_embeddings rows, which the unscaled spec
+    does not carry: the engine serves any non-negative position; a negative one (which vLLM's
+    cache[positions] would wrap to the last rows) is an error on every axis."""
+    c = next(c for c in VMROPE[1]["cases"] if c["name"] == "qwen2vl")
+    x = torch.ones(1, 1, c["head_dim"])
+    rc.apply_kernel("vllm_native", x, torch.tensor([[c["rows"], 5, 7]]), vmrope_spec(c))
+    with pytest.raises(ValueError, match="returned error"):
+        rc.apply_kernel("vllm_native", x, torch.tensor([[3, 5, -1]]), vmrope_spec(c))
+
+
+@pytest.mark.parametrize("i", vmrope_cases(scaled=True))
+def test_vmrope_yarn_is_yarn_at_four_times_the_context(i):
+    """get_rope's "yarn" with mrope_section builds MRotaryEmbedding with the original context L,
+    which it multiplies by 4 for its cache and hands to the base class: YaRN's correction range
+    is then computed at 4 L (and the cache has 4 L factor rows). vllm_native refuses M-RoPE with
+    YaRN (the config's spec is YaRN at L); vLLM's bits are its 1-D YaRN at 4 L, pair by pair
+    from each pair's axis (torch.cat of the sections), and not the YaRN at L."""
+    c = VMROPE[1]["cases"][i]
+    x, pos, want = vmrope_inputs(i)
+    sc = c["scaling"]
+    with pytest.raises(ValueError, match="does not support"):
+        rc.apply_kernel("vllm_native", x, vmrope_positions(pos),
+                        rc.Spec(head_dim=c["head_dim"], base=c["base"], layout="mrope",
+                                sections=c["sections"], scaling=sc))
+
+    def assembled(orig, keep):
+        spec = rc.Spec(head_dim=c["head_dim"], rotary_dim=c["rotary_dim"], base=c["base"],
+                       layout="half", scaling=dict(sc, original_max_position_embeddings=orig))
+        per_axis = [rc.apply_kernel("vllm_native", x[keep], torch.from_numpy(pos[a][keep]), spec)
+                    for a in range(3)]
+        out = x[keep].clone()
+        half, start = c["rotary_dim"] // 2, 0
+        for a, n in enumerate(c["sections"]):
+            for lo in (start, start + half):
+                out[..., lo:lo + n] = per_axis[a][..., lo:lo + n]
+            start += n
+        return mismatches(out, x[keep], want[keep])
+
+    L = sc["original_max_position_embeddings"]
+    assert assembled(4 * L, np.arange(pos.shape[1])) == 0
+    keep = np.flatnonzero((pos < L * sc["factor"]).all(axis=0))  # within YaRN-at-L's cache
+    wrong, total = assembled(L, keep), want[keep].size
+    print(f"\n{c['dtype']}: YaRN at the config's L instead of 4 L: {wrong} of {total} differ")
+    assert len(keep) >= 8 and wrong > total // 10
