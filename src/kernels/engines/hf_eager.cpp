@@ -45,124 +45,9 @@
 namespace ropecheck::engines {
 namespace {
 
-using Floats = std::vector<float>;
-
-inline float f32(double v) { return static_cast<float>(v); }
-
-// `torch.arange(0, dim, 2).float() / dim`: exact numerators, one f32 division.
-Floats exponents(std::int64_t dim) {
-  Floats e(static_cast<std::size_t>(dim / 2));
-  for (std::size_t i = 0; i < e.size(); ++i)
-    e[i] = static_cast<float>(2 * i) / static_cast<float>(dim);
-  return e;
-}
-
-// `base ** exponents` with base an f32 (a Python float rounds to f32 in the op).
-Floats powers(float base, std::int64_t dim) {
-  Floats p = exponents(dim);
-  for (float& v : p) v = std::pow(base, v);
-  return p;
-}
-
-Floats reciprocals(Floats v) {
-  for (float& x : v) x = 1.0f / x;
-  return v;
-}
-
-// linear: `inv_freq /= factor` (an f32 division by fl32(factor)).
-Floats linear(const RopeSpec& s) {
-  Floats inv = torch_cpu::inv_freq_f32(s.base, s.ladder_dim());
-  for (float& v : inv) v /= f32(s.scaling.factor);
-  return inv;
-}
-
-// dynamic: base' = base * (f L / L0 - (f - 1)) ** (d / (d - 2)), then the default formula. Within
-// L0 (init: seq_len None) it is Python f64 arithmetic, rounded to f32 by `base' ** t`. Past L0 the
-// update passes seq_len = max(position_ids) + 1, an int64 tensor: `f * seq_len` is then an f32
-// tensor op and so is every later step; `** (d / (d - 2))` is PyTorch's pow with a scalar
-// exponent, std::pow(float, double) rounded to f32; `base *` rounds base to f32.
-Floats dynamic(const RopeSpec& s) {
-  const Scaling& sc = s.scaling;
-  const double d = static_cast<double>(s.ladder_dim());
-  if (sc.seq_len <= sc.max_position_embeddings)
-    return torch_cpu::inv_freq_f32(dynamic_base_f64(s), s.ladder_dim());
-  float t = f32(sc.factor) * static_cast<float>(sc.seq_len);
-  t = t / static_cast<float>(sc.max_position_embeddings);
-  t = t - f32(sc.factor - 1);
-  const float p = f32(std::pow(static_cast<double>(t), d / (d - 2)));
-  return reciprocals(powers(f32(s.base) * p, s.ladder_dim()));
-}
-
-// yarn: pos = base ** e; extrapolation 1 / pos; interpolation 1 / (factor * pos); the ramp
-// clamp((arange(d/2, f32) - low) / (high - low), 0, 1) with low/high Python numbers (integers when
-// truncated; high += 0.001 when equal), the difference high - low taken in Python and rounded to
-// f32; w = 1 - ramp; inv = interpolation * (1 - w) + extrapolation * w, each op in f32.
-Floats yarn(const RopeSpec& s) {
-  auto [low, high] = yarn_correction_range_f64(s);
-  if (low == high) high += 0.001;
-  const Floats pos = powers(f32(s.base), s.ladder_dim());
-  const float factor = f32(s.scaling.factor), low_f = f32(low), span = f32(high - low);
-  Floats inv(pos.size());
-  for (std::size_t j = 0; j < pos.size(); ++j) {
-    const float extra = 1.0f / pos[j], inter = 1.0f / (factor * pos[j]);
-    const float ramp = std::clamp((static_cast<float>(j) - low_f) / span, 0.0f, 1.0f);
-    const float w = 1.0f - ramp;
-    inv[j] = inter * (1.0f - w) + extra * w;
-  }
-  return inv;
-}
-
-// longrope: inv = 1 / (ext * base ** e), ext the f32 tensor of long_factor when the call's length
-// exceeds original_max_position_embeddings, else of short_factor.
-Floats longrope(const RopeSpec& s) {
-  const Scaling& sc = s.scaling;
-  const auto& ext =
-      sc.seq_len > sc.original_max_position_embeddings ? sc.long_factor : sc.short_factor;
-  Floats inv = powers(f32(s.base), s.ladder_dim());
-  for (std::size_t i = 0; i < inv.size(); ++i) inv[i] = 1.0f / (f32(ext[i]) * inv[i]);
-  return inv;
-}
-
-// llama3 on the default inv_freq: wavelen = 2 pi / inv (reciprocal times fl32(2 pi)); above
-// orig / low_freq_factor inv / factor; in the band [orig / high, orig / low] (compared in f32)
-// smooth = (orig / wavelen - low) / (high - low) (reciprocal times fl32(orig), minus, divided by
-// the Python difference) and (1 - smooth) * inv / factor + smooth * inv, left to right in f32.
-Floats llama3(const RopeSpec& s) {
-  const Scaling& sc = s.scaling;
-  const double orig = static_cast<double>(sc.original_max_position_embeddings);
-  const float low_wl = f32(orig / sc.low_freq_factor), high_wl = f32(orig / sc.high_freq_factor);
-  const float two_pi = f32(2 * std::numbers::pi), factor = f32(sc.factor);
-  Floats inv = torch_cpu::inv_freq_f32(s.base, s.ladder_dim());
-  for (float& v : inv) {
-    const float wavelen = (1.0f / v) * two_pi;
-    const float scaled = wavelen > low_wl ? v / factor : v;
-    if (wavelen < high_wl || wavelen > low_wl) {
-      v = scaled;
-      continue;
-    }
-    const float smooth = ((1.0f / wavelen) * f32(orig) - f32(sc.low_freq_factor)) /
-                         f32(sc.high_freq_factor - sc.low_freq_factor);
-    v = (1.0f - smooth) * scaled / factor + smooth * scaled;
-  }
-  return inv;
-}
-
-Floats hf_inv_freq(const RopeSpec& s) {
-  switch (s.scaling.kind) {
-    case ScalingKind::linear:
-      return linear(s);
-    case ScalingKind::dynamic:
-      return dynamic(s);
-    case ScalingKind::yarn:
-      return yarn(s);
-    case ScalingKind::longrope:
-      return longrope(s);
-    case ScalingKind::llama3:
-      return llama3(s);
-    default:
-      return torch_cpu::inv_freq_f32(s.base, s.ladder_dim());
-  }
-}
+using Floats = torch_cpu::Floats;
+using torch_cpu::f32;
+using torch_cpu::hf_inv_freq;
 
 // The table per token (each pair's angle from its axis' position) and the rotation of every head.
 template <class T>
@@ -182,15 +67,6 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, const Floats& inv, fl
       const std::int64_t off = t * a.token_stride + h * a.head_stride;
       torch_cpu::rotate_head<T>(spec, in + off, out + off, cos_t, sin_t);
     }
-  }
-}
-
-bool valid(const RopeSpec& spec) {
-  try {
-    spec.validate();
-    return true;
-  } catch (const SpecError&) {
-    return false;
   }
 }
 
@@ -223,7 +99,7 @@ class HfEagerKernel final : public EngineBase {
   bool supports(const RopeSpec& spec, Dtype d) const override {
     RopeSpec plain = spec;
     plain.scaling = Scaling{};
-    if (!EngineBase::supports(plain, d) || !valid(spec)) return false;
+    if (!EngineBase::supports(plain, d) || !spec_is_valid(spec)) return false;
     const ScalingKind k = spec.scaling.kind;
     if (k == ScalingKind::freq_factors) return false;  // no such rope_type: ggml's GGUF tensor
     return spec.layout != Layout::mrope ||

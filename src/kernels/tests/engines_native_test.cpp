@@ -43,75 +43,39 @@ struct GoldenCase {
   std::string line;  // the case header, for messages
 };
 
-Bytes parse_bits(std::istringstream& is, Dtype d, std::int64_t n) {
-  Bytes b(static_cast<std::size_t>(n * bytes_of(d)));
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::string h;
-    if (!(is >> h)) throw std::runtime_error("golden set: short data line");
-    set_raw(d, b, i, std::stoull(h, nullptr, 16));
-  }
-  return b;
-}
-
 // The format written by golden/ggml_cpu_rope_gen.cpp (one head per token); the ONNX Runtime set
 // adds the cos/sin cache rows it fed the op (golden/README.md).
 std::vector<GoldenCase> read_golden(const std::string& file) {
-  std::ifstream f(std::string(ROPECHECK_GOLDEN_DIR) + "/" + file);
-  if (!f) throw std::runtime_error("cannot open golden set " + file);
   std::vector<GoldenCase> cases;
-  std::string line, tag;
-  while (std::getline(f, line)) {
-    std::istringstream is(line);
-    if (!(is >> tag) || tag[0] == '#') continue;
-    if (tag == "case") {
-      GoldenCase c;
-      std::string dt, layout;
-      std::int64_t hd = 0, nd = 0, n_tok = 0;
-      double base = 0;
-      is >> dt >> layout >> hd >> nd >> base >> n_tok;
-      c.dtype = *parse_dtype(dt);
-      c.spec = make_spec(hd, nd, layout == "half" ? Layout::half : Layout::interleaved, base);
-      c.pos.resize(static_cast<std::size_t>(n_tok));
-      c.line = line;
-      cases.push_back(c);
-      continue;
-    }
-    GoldenCase& c = cases.back();
-    const std::int64_t n = static_cast<std::int64_t>(c.pos.size()) * c.spec.head_dim;
-    if (tag == "pos")
-      for (auto& p : c.pos) is >> p;
-    else if (tag == "in")
-      c.in = parse_bits(is, c.dtype, n);
-    else if (tag == "out")
-      c.out = parse_bits(is, c.dtype, n);
-    else if (tag == "cos" || tag == "sin")
-      (tag == "cos" ? c.cos : c.sin) =
-          parse_bits(is, c.dtype, static_cast<std::int64_t>(c.pos.size()) * c.spec.n_pairs());
-  }
+  for_each_golden_line(
+      std::string(ROPECHECK_GOLDEN_DIR) + "/" + file,
+      [&](const std::string& tag, std::istringstream& is, const std::string& line) {
+        if (tag == "case") {
+          GoldenCase c;
+          std::string dt, layout;
+          std::int64_t hd = 0, nd = 0, n_tok = 0;
+          double base = 0;
+          is >> dt >> layout >> hd >> nd >> base >> n_tok;
+          c.dtype = *parse_dtype(dt);
+          c.spec = make_spec(hd, nd, layout == "half" ? Layout::half : Layout::interleaved, base);
+          c.pos.resize(static_cast<std::size_t>(n_tok));
+          c.line = line;
+          cases.push_back(c);
+          return;
+        }
+        GoldenCase& c = cases.back();
+        const std::int64_t n = static_cast<std::int64_t>(c.pos.size()) * c.spec.head_dim;
+        if (tag == "pos")
+          for (auto& p : c.pos) is >> p;
+        else if (tag == "in")
+          c.in = parse_bits(is, c.dtype, n);
+        else if (tag == "out")
+          c.out = parse_bits(is, c.dtype, n);
+        else if (tag == "cos" || tag == "sin")
+          (tag == "cos" ? c.cos : c.sin) =
+              parse_bits(is, c.dtype, static_cast<std::int64_t>(c.pos.size()) * c.spec.n_pairs());
+      });
   return cases;
-}
-
-// Outputs of k that differ from the golden set, bit for bit, over every case; *total counts them
-// all.
-std::int64_t golden_mismatches(const Kernel& k, const std::vector<GoldenCase>& cases,
-                               std::int64_t* total, bool report) {
-  std::int64_t bad = 0;
-  *total = 0;
-  for (const GoldenCase& c : cases) {
-    const Bytes y = run(k, c.spec, c.dtype, c.pos, 1, c.in);
-    const std::int64_t n = static_cast<std::int64_t>(c.out.size()) / bytes_of(c.dtype);
-    *total += n;
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (raw(c.dtype, y, i) == raw(c.dtype, c.out, i)) continue;
-      if (report && bad < 5)
-        ADD_FAILURE() << k.name() << " [" << c.line << "] element " << i << " (token "
-                      << c.pos[static_cast<std::size_t>(i / c.spec.head_dim)] << ", dim "
-                      << i % c.spec.head_dim << "): got 0x" << std::hex << raw(c.dtype, y, i)
-                      << ", real code 0x" << raw(c.dtype, c.out, i) << std::dec;
-      ++bad;
-    }
-  }
-  return bad;
 }
 
 // Delegates to a kernel with a transformed spec: the mutations the golden sets must catch.

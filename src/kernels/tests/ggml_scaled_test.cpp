@@ -94,13 +94,7 @@ std::vector<ScaledCase> read_scaled(const std::string& file) {
         for (std::int64_t a = 0; a < na; ++a)
           c.pos.push_back(p[a * c.n_tok + t]);  // ggml: axis-major
     } else if (tag == "in" || tag == "out") {
-      Bytes b(static_cast<std::size_t>(n * bytes_of(c.dtype)));
-      for (std::int64_t i = 0; i < n; ++i) {
-        std::string h;
-        if (!(is >> h)) throw std::runtime_error("golden set: short data line");
-        set_raw(c.dtype, b, i, std::stoull(h, nullptr, 16));
-      }
-      (tag == "in" ? c.in : c.out) = b;
+      (tag == "in" ? c.in : c.out) = parse_bits(is, c.dtype, n);
     }
   }
   return cases;

@@ -16,8 +16,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <istream>
 #include <optional>
 #include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace ropecheck::kernel_tests {
@@ -37,6 +42,31 @@ inline std::uint64_t raw(Dtype d, const Bytes& b, std::int64_t i) {
 }
 inline void set_raw(Dtype d, Bytes& b, std::int64_t i, std::uint64_t r) {
   std::memcpy(b.data() + i * bytes_of(d), &r, bytes_of(d));
+}
+
+// n values of d read as hex bit patterns from a golden set's data line.
+inline Bytes parse_bits(std::istream& is, Dtype d, std::int64_t n) {
+  Bytes b(static_cast<std::size_t>(n * bytes_of(d)));
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::string h;
+    if (!(is >> h)) throw std::runtime_error("golden set: short data line");
+    set_raw(d, b, i, std::stoull(h, nullptr, 16));
+  }
+  return b;
+}
+
+// Calls f(tag, is, line) for each line of the golden set `path` that is not blank or a comment:
+// tag its first word, is the rest of the line.
+template <class F>
+void for_each_golden_line(const std::string& path, F f) {
+  std::ifstream file(path);
+  if (!file) throw std::runtime_error("cannot open golden set " + path);
+  std::string line, tag;
+  while (std::getline(file, line)) {
+    std::istringstream is(line);
+    if (!(is >> tag) || tag[0] == '#') continue;
+    f(tag, is, line);
+  }
 }
 
 inline RopeSpec make_spec(std::int64_t head_dim, std::int64_t rotary_dim, Layout l,
@@ -98,6 +128,31 @@ inline Bytes run(const Kernel& k, const RopeSpec& spec, Dtype d,
     }
   }
   return Bytes(buf.begin() + kGuard, buf.begin() + kGuard + n);
+}
+
+// Outputs of k that differ bit for bit from a golden set's (one head per token), over every case;
+// *total counts them all; report: the first five as test failures. A Case has dtype, spec, pos,
+// in, out and line (its header, for messages).
+template <class Case>
+std::int64_t golden_mismatches(const Kernel& k, const std::vector<Case>& cases, std::int64_t* total,
+                               bool report) {
+  std::int64_t bad = 0;
+  *total = 0;
+  for (const Case& c : cases) {
+    const Bytes y = run(k, c.spec, c.dtype, c.pos, 1, c.in);
+    const std::int64_t n = static_cast<std::int64_t>(c.out.size()) / bytes_of(c.dtype);
+    *total += n;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (raw(c.dtype, y, i) == raw(c.dtype, c.out, i)) continue;
+      if (report && bad < 5)
+        ADD_FAILURE() << k.name() << " [" << c.line << "] element " << i << " (position "
+                      << c.pos[static_cast<std::size_t>(i / c.spec.head_dim)] << ", dim "
+                      << i % c.spec.head_dim << "): got 0x" << std::hex << raw(c.dtype, y, i)
+                      << ", real code 0x" << raw(c.dtype, c.out, i) << std::dec;
+      ++bad;
+    }
+  }
+  return bad;
 }
 
 // Runs k on random vectors at `pos` (n_heads per token) and checks every pair against the exact
