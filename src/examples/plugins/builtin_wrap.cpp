@@ -19,6 +19,8 @@
 //   ROPECHECK_WRAP_MAX_POSITION    0 / INT64_MAX (default any int64; with a range the kernel takes
 //                                  integer positions only: no ROPECHECK_FLAG_REAL_POSITIONS)
 //   ROPECHECK_WRAP_NO_SCALE        no ROPECHECK_FLAG_MAGNITUDE_SCALE (scale must be exactly 1)
+//   ROPECHECK_WRAP_LAYOUTS_NOT_BITWISE  no ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC (the layouts
+//                                  round differently: ONNX Runtime's interleaved tail)
 //   ROPECHECK_WRAP_LAYOUTS         layout mask (default ROPECHECK_LAYOUT_BIT_ALL)
 //   ROPECHECK_WRAP_SCALINGS        scaling mask (default ROPECHECK_SCALING_BIT_ALL)
 //   ROPECHECK_WRAP_DTYPES          dtype mask (default ROPECHECK_DTYPE_BIT_ALL)
@@ -153,6 +155,11 @@ constexpr bool kRealPositions = true;
 constexpr bool kMagnitudeScale = false;
 #else
 constexpr bool kMagnitudeScale = true;
+#endif
+#ifdef ROPECHECK_WRAP_LAYOUTS_NOT_BITWISE
+constexpr bool kLayoutsBitwise = false;
+#else
+constexpr bool kLayoutsBitwise = true;
 #endif
 
 const ropecheck::Kernel* wrapped() {
@@ -665,7 +672,7 @@ ropecheck_plugin make_descriptor() {
   d.min_position = kMinPosition;
   d.max_position = kMaxPosition;
   // The built-in kernels run one code path per pair for every layout, only the indices differ.
-  d.flags = ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC |
+  d.flags = (kLayoutsBitwise ? ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC : 0u) |
             (kRealPositions ? ROPECHECK_FLAG_REAL_POSITIONS : 0u) |
             (kMagnitudeScale ? ROPECHECK_FLAG_MAGNITUDE_SCALE : 0u);
   const ropecheck::Kernel* k = wrapped();

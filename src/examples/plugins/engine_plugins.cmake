@@ -9,7 +9,8 @@
 # for the recipes that round the table and every op into bf16/f16 (hf_eager, vllm_native), the
 # hf_f32 angle recipe for ggml's f32 ladder, an f64 angle with exact trig for the f32 fast-math
 # angles of FlashInfer and ggml's CUDA backend (its emulation replaces the GPU approximations by correctly rounded values, so
-# only a declaration tighter than f32 angles shows on the CPU).
+# only a declaration tighter than f32 angles shows on the CPU), and the same f64 angle for
+# onnxruntime_cpu's f32 cache angle.
 set(_engine_hf_eager "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)"
     "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)")
 set(_engine_vllm_native ROPECHECK_WRAP_MIN_POSITION=0 ROPECHECK_WRAP_MAX_POSITION=INT64_MAX
@@ -32,14 +33,25 @@ set(_engine_flashinfer "ROPECHECK_WRAP_HEAD_DIMS=64,128,256,512" ROPECHECK_WRAP_
 # ggml_cuda: the same rows (its declared fast-math recipe makes no angle claim for scaled specs:
 # MatchesReferenceWithinBound is the cap there, every other property still applies).
 set(_engine_ggml_cuda ${_engine_ggml_cpu})
+# onnxruntime_cpu: position_ids index a cache of an int count of rows (non-negative, below
+# INT32_MAX); f32/f16; llama3 and YaRN as the model builder writes them (supports() narrows YaRN);
+# not LongRoPE: its cache ends at a spec-dependent row (apply() refuses past it), which a
+# descriptor cannot declare.
+set(_engine_onnxruntime_cpu ROPECHECK_WRAP_MIN_POSITION=0 ROPECHECK_WRAP_MAX_POSITION=2147483646
+    ROPECHECK_WRAP_LAYOUTS_NOT_BITWISE
+    "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)|ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED)"
+    "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)|ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_LLAMA3)|ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_YARN)"
+    "ROPECHECK_WRAP_DTYPES=ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32)|ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F16)")
 set(_misdeclare_hf_eager ROPECHECK_WRAP_DECLARE_F32_ROTATION)
 set(_misdeclare_vllm_native ROPECHECK_WRAP_DECLARE_F32_ROTATION)
 set(_misdeclare_ggml_cpu ROPECHECK_WRAP_DECLARE_RECIPE=hf_f32)
 set(_misdeclare_flashinfer ROPECHECK_WRAP_DECLARE_F64_ANGLE)
 set(_misdeclare_ggml_cuda ROPECHECK_WRAP_DECLARE_F64_ANGLE)
-set(ROPECHECK_ENGINE_PLUGINS hf_eager vllm_native ggml_cpu ggml_cuda flashinfer)
+set(_misdeclare_onnxruntime_cpu ROPECHECK_WRAP_DECLARE_F64_ANGLE)
+set(ROPECHECK_ENGINE_PLUGINS hf_eager vllm_native ggml_cpu ggml_cuda flashinfer onnxruntime_cpu)
 set(_misdeclared_dtype_hf_eager bf16)
 set(_misdeclared_dtype_vllm_native bf16)
 set(_misdeclared_dtype_ggml_cpu f32)
 set(_misdeclared_dtype_flashinfer bf16)
 set(_misdeclared_dtype_ggml_cuda f32)
+set(_misdeclared_dtype_onnxruntime_cpu f32)

@@ -101,6 +101,17 @@ void rotate_cuda_fast(const RopeSpec& spec, const TensorArgs& a, const std::vect
   rotate_f32<T>(spec, a, trig, rot);
 }
 
+// Whether spec passes RopeSpec::validate() (e.g. a LongRoPE factor list of the wrong length is
+// never indexed): the scaled engines' supports() ask it before reading the scaling.
+inline bool spec_is_valid(const RopeSpec& spec) {
+  try {
+    spec.validate();
+    return true;
+  } catch (const SpecError&) {
+    return false;
+  }
+}
+
 class EngineBase : public EngineKernel {
  public:
   // Unrestricted by default: engines take any position and head_dim their recipe defines.

@@ -36,7 +36,6 @@
 // Every op is PyTorch eager CPU's (torch_cpu.hpp). Trig is glibc cosf/sinf, PyTorch's scalar CPU
 // loop; its vectorized loops (SLEEF) and CUDA differ by an ulp in some entries: modelled, within
 // the declared trig_error.
-#include "ropecheck/recipe_f32.hpp"
 #include "torch_cpu.hpp"
 
 #include <algorithm>
@@ -46,12 +45,12 @@
 namespace ropecheck::engines {
 namespace {
 
-using Floats = std::vector<float>;
-
-inline float f32(double v) { return static_cast<float>(v); }
-
-// inv_freq: f32_inv_freq(AngleRecipe::hf_f32, spec) (ropecheck/recipe_f32.hpp), the one definition
-// of HF's f32 init functions, which the reports' recipe split reproduces too.
+using Floats = torch_cpu::Floats;
+using torch_cpu::f32;
+using torch_cpu::hf_inv_freq;
+// inv_freq: torch_cpu::hf_inv_freq = f32_inv_freq(AngleRecipe::hf_f32, spec)
+// (ropecheck/recipe_f32.hpp), the one definition of HF's f32 init functions, which the reports'
+// recipe split reproduces too.
 
 // The table per token (each pair's angle from its axis' position) and the rotation of every head.
 template <class T>
@@ -71,15 +70,6 @@ void rotate_all(const RopeSpec& spec, const TensorArgs& a, const Floats& inv, fl
       const std::int64_t off = t * a.token_stride + h * a.head_stride;
       torch_cpu::rotate_head<T>(spec, in + off, out + off, cos_t, sin_t);
     }
-  }
-}
-
-bool valid(const RopeSpec& spec) {
-  try {
-    spec.validate();
-    return true;
-  } catch (const SpecError&) {
-    return false;
   }
 }
 
@@ -112,7 +102,7 @@ class HfEagerKernel final : public EngineBase {
   bool supports(const RopeSpec& spec, Dtype d) const override {
     RopeSpec plain = spec;
     plain.scaling = Scaling{};
-    if (!EngineBase::supports(plain, d) || !valid(spec)) return false;
+    if (!EngineBase::supports(plain, d) || !spec_is_valid(spec)) return false;
     const ScalingKind k = spec.scaling.kind;
     if (k == ScalingKind::freq_factors) return false;  // no such rope_type: ggml's GGUF tensor
     return spec.layout != Layout::mrope ||
@@ -136,7 +126,7 @@ class HfEagerKernel final : public EngineBase {
     if (!a.positions || !a.in || !a.out) return KernelStatus::error;
     // The attention scaling of the cos/sin multiply: HF's attention factor (f64, as spec.cpp) times
     // the spec's own magnitude (1 for a model config), rounded to f32 by the op.
-    const Floats inv = f32_inv_freq(AngleRecipe::hf_f32, spec);
+    const Floats inv = hf_inv_freq(spec);
     const float scale = f32(magnitude_f64(spec));
     return kernels::dispatch_dtype(a.dtype, [&](auto tag) {
       rotate_all<decltype(tag)>(spec, a, inv, scale);

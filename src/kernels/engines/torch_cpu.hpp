@@ -17,9 +17,12 @@
 #pragma once
 
 #include "engine.hpp"
+#include "ropecheck/recipe_f32.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numbers>
 #include <type_traits>
 #include <vector>
 
@@ -50,6 +53,17 @@ inline std::vector<float> inv_freq_f32(double base, std::int64_t dim) {
     f[i] = 1.0f / std::pow(base_f, static_cast<float>(2 * i) / dim_f);
   return f;
 }
+
+// ---- HF's rope init functions (transformers modeling_rope_utils) as PyTorch CPU evaluates them --
+// The f32 inv_freq of each rope_type, op by op: f32_inv_freq(AngleRecipe::hf_f32, s) in
+// src/core/recipe_f32.cpp (the transformers commits, and why each step rounds where it does), the
+// one definition shared by hf_eager, onnxruntime_cpu (the onnxruntime-genai model builder writes
+// the same tensor expressions for the kinds it implements) and the reports' angle split.
+using Floats = std::vector<float>;
+
+inline float f32(double v) { return static_cast<float>(v); }
+
+inline Floats hf_inv_freq(const RopeSpec& s) { return f32_inv_freq(AngleRecipe::hf_f32, s); }
 
 // One token's table in the model dtype, as the f32 recipes build it: angle = float(m) * inv_freq
 // (one f32 product), cos/sin in f32 (glibc), times the attention scale in f32 (a Python float:

@@ -63,28 +63,7 @@ std::vector<GoldenCase> read_golden(const std::string& file) {
   return cases;
 }
 
-// Outputs of k that differ from the golden set, bit for bit, over every case; *total counts them
-// all.
-std::int64_t golden_mismatches(const Kernel& k, const std::vector<GoldenCase>& cases,
-                               std::int64_t* total, bool report) {
-  std::int64_t bad = 0;
-  *total = 0;
-  for (const GoldenCase& c : cases) {
-    const Bytes y = run(k, c.spec, c.dtype, c.pos, 1, c.in);
-    const std::int64_t n = static_cast<std::int64_t>(c.out.size()) / bytes_of(c.dtype);
-    *total += n;
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (raw(c.dtype, y, i) == raw(c.dtype, c.out, i)) continue;
-      if (report && bad < 5)
-        ADD_FAILURE() << k.name() << " [" << c.line << "] element " << i << " (token "
-                      << c.pos[static_cast<std::size_t>(i / c.spec.head_dim)] << ", dim "
-                      << i % c.spec.head_dim << "): got 0x" << std::hex << raw(c.dtype, y, i)
-                      << ", real code 0x" << raw(c.dtype, c.out, i) << std::dec;
-      ++bad;
-    }
-  }
-  return bad;
-}
+// golden_mismatches: support.hpp (one comparison for every golden test).
 
 // Delegates to a kernel with a transformed spec: the mutations the golden sets must catch.
 class SpecMutant final : public Kernel {

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <optional>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace ropecheck::kernel_tests {
@@ -98,6 +100,31 @@ inline Bytes run(const Kernel& k, const RopeSpec& spec, Dtype d,
     }
   }
   return Bytes(buf.begin() + kGuard, buf.begin() + kGuard + n);
+}
+
+// Outputs of k that differ bit for bit from a golden set's (one head per token), over every case;
+// *total counts them all; report: the first five as test failures. A Case has dtype, spec, pos,
+// in, out and line (its header, for messages).
+template <class Case>
+std::int64_t golden_mismatches(const Kernel& k, const std::vector<Case>& cases, std::int64_t* total,
+                               bool report) {
+  std::int64_t bad = 0;
+  *total = 0;
+  for (const Case& c : cases) {
+    const Bytes y = run(k, c.spec, c.dtype, c.pos, 1, c.in);
+    const std::int64_t n = static_cast<std::int64_t>(c.out.size()) / bytes_of(c.dtype);
+    *total += n;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (raw(c.dtype, y, i) == raw(c.dtype, c.out, i)) continue;
+      if (report && bad < 5)
+        ADD_FAILURE() << k.name() << " [" << c.line << "] element " << i << " (position "
+                      << c.pos[static_cast<std::size_t>(i / c.spec.head_dim)] << ", dim "
+                      << i % c.spec.head_dim << "): got 0x" << std::hex << raw(c.dtype, y, i)
+                      << ", real code 0x" << raw(c.dtype, c.out, i) << std::dec;
+      ++bad;
+    }
+  }
+  return bad;
 }
 
 // Runs k on random vectors at `pos` (n_heads per token) and checks every pair against the exact
