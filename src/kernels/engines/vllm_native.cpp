@@ -61,6 +61,7 @@
 // config's; M-RoPE with any other rope_type is not MRotaryEmbedding (get_rope builds the 1-D
 // class): unsupported.
 // Trig as hf_eager: glibc cosf/sinf (PyTorch's scalar CPU loop); SLEEF / CUDA modelled.
+#include "ropecheck/recipe_f32.hpp"
 #include "torch_cpu.hpp"
 
 #include <cmath>
@@ -69,8 +70,6 @@
 
 namespace ropecheck::engines {
 namespace {
-
-constexpr double kPi = 3.141592653589793;  // Python's math.pi
 
 // What vLLM's class builds for one spec: the cache's inv_freq, the f32 divisor of the position
 // row (linear; 0: none), the f32 factor cos and sin are multiplied by, the cache's rows.
@@ -86,57 +85,15 @@ std::int64_t rows_of(double extent) {
                     : std::numeric_limits<std::int64_t>::max();
 }
 
-// YaRN / DeepSeek inv_freq (the same steps in both classes).
-std::vector<float> yarn_inv_freq(const RopeSpec& spec) {
-  const Scaling& sc = spec.scaling;
-  const auto rd = spec.rotary_dim;
-  const double orig = static_cast<double>(sc.original_max_position_embeddings);
-  const auto corr = [&](double rot) {  // yarn_find_correction_dim, Python floats
-    return (static_cast<double>(rd) * std::log(orig / (rot * 2 * kPi))) / (2 * std::log(spec.base));
-  };
-  const double low = std::max(std::floor(corr(sc.beta_fast)), 0.0);
-  double high = std::min(std::ceil(corr(sc.beta_slow)), static_cast<double>(rd - 1));
-  if (low == high) high += 0.001;
-  const float span = static_cast<float>(high - low), low_f = static_cast<float>(low);
-  const float base_f = static_cast<float>(spec.base), f_f = static_cast<float>(sc.factor);
-  std::vector<float> inv(static_cast<std::size_t>(rd / 2));
-  for (std::size_t j = 0; j < inv.size(); ++j) {
-    const float pos = std::pow(base_f, static_cast<float>(2 * j) / static_cast<float>(rd));
-    const float extrap = 1.0f / pos, interp = 1.0f / (f_f * pos);
-    const float ramp = std::clamp((static_cast<float>(j) - low_f) / span, 0.0f, 1.0f);
-    const float mask = 1.0f - ramp;
-    inv[j] = interp * (1.0f - mask) + extrap * mask;
-  }
-  return inv;
-}
-
-// Llama3RotaryEmbedding._compute_inv_freq.
-std::vector<float> llama3_inv_freq(const RopeSpec& spec) {
-  const Scaling& sc = spec.scaling;
-  const double orig = static_cast<double>(sc.original_max_position_embeddings);
-  const float low_wl = static_cast<float>(orig / sc.low_freq_factor);
-  const float high_wl = static_cast<float>(orig / sc.high_freq_factor);
-  const float two_pi = static_cast<float>(2 * kPi), orig_f = static_cast<float>(orig);
-  const float low_f = static_cast<float>(sc.low_freq_factor);
-  const float span = static_cast<float>(sc.high_freq_factor - sc.low_freq_factor);
-  const float f_f = static_cast<float>(sc.factor);
-  std::vector<float> inv = torch_cpu::inv_freq_f32(spec.base, spec.rotary_dim);
-  for (float& v : inv) {
-    const float wave_len = (1.0f / v) * two_pi;  // a Python float over a tensor
-    const float smooth = sc.low_freq_factor != sc.high_freq_factor
-                             ? ((1.0f / wave_len) * orig_f - low_f) / span
-                             : 0.0f;
-    if (wave_len < high_wl) continue;
-    v = wave_len > low_wl ? v / f_f : ((1.0f - smooth) * v) / f_f + smooth * v;
-  }
-  return inv;
-}
+// inv_freq of every class: f32_inv_freq(AngleRecipe::vllm_f32, spec) (src/core/recipe_f32.cpp:
+// YaRN / DeepSeek, llama3 and LongRoPE write HF's f32 ops in the same order; linear leaves
+// inv_freq unscaled and dynamic takes its one base), the definition the reports' angle split
+// reproduces too. What stays here: the position divisor, mscale and the cache extent.
 
 // Phi3LongRoPEScaledRotaryEmbedding: the cache the start-up choice selects.
 VllmCache longrope_cache(const RopeSpec& spec) {
   const Scaling& sc = spec.scaling;
   const bool use_long = sc.seq_len > sc.original_max_position_embeddings;
-  const auto& factors = use_long ? sc.long_factor : sc.short_factor;
   const double scale = static_cast<double>(sc.max_position_embeddings) /
                        static_cast<double>(sc.original_max_position_embeddings);
   VllmCache c;
@@ -145,12 +102,7 @@ VllmCache longrope_cache(const RopeSpec& spec) {
           ? 1.0
           : std::sqrt(1 + std::log(scale) /
                               std::log(static_cast<double>(sc.original_max_position_embeddings))));
-  const float base_f = static_cast<float>(spec.base);
-  for (std::int64_t j = 0; j < spec.n_pairs(); ++j) {
-    const float pos =
-        std::pow(base_f, static_cast<float>(2 * j) / static_cast<float>(spec.rotary_dim));
-    c.inv_freq.push_back(1.0f / (static_cast<float>(factors[static_cast<std::size_t>(j)]) * pos));
-  }
+  c.inv_freq = f32_inv_freq(AngleRecipe::vllm_f32, spec);  // the factors use_long selects
   c.rows = use_long ? sc.max_position_embeddings : sc.original_max_position_embeddings;
   return c;
 }
@@ -193,39 +145,28 @@ bool vllm_models(const RopeSpec& spec) {
 
 VllmCache vllm_cache(const RopeSpec& spec) {
   const Scaling& sc = spec.scaling;
+  if (sc.kind == ScalingKind::longrope) return longrope_cache(spec);
   VllmCache c;
+  c.inv_freq = f32_inv_freq(AngleRecipe::vllm_f32, spec);
+  c.position_divisor = f32_position_divisor(AngleRecipe::vllm_f32, spec);
   switch (sc.kind) {
     case ScalingKind::linear:
-      c.inv_freq = torch_cpu::inv_freq_f32(spec.base, spec.rotary_dim);
-      c.position_divisor = static_cast<float>(sc.factor);
       c.rows = rows_of(static_cast<double>(sc.max_position_embeddings) * sc.factor);
       return c;
-    case ScalingKind::dynamic: {
-      const double L = static_cast<double>(sc.max_position_embeddings);
-      const double max_len = L * sc.factor, rd = static_cast<double>(spec.rotary_dim);
-      const double base =
-          spec.base * std::pow(sc.factor * max_len / L - (sc.factor - 1), rd / (rd - 2));
-      c.inv_freq = torch_cpu::inv_freq_f32(base, spec.rotary_dim);
-      c.rows = rows_of(max_len);
+    case ScalingKind::dynamic:
+      c.rows = rows_of(static_cast<double>(sc.max_position_embeddings) * sc.factor);
       return c;
-    }
-    case ScalingKind::yarn: {
-      c.inv_freq = yarn_inv_freq(spec);
+    case ScalingKind::yarn:
       c.mscale =
           static_cast<float>(sc.mscale != 0 ? deepseek_get_mscale(sc.factor, sc.mscale) /
                                                   deepseek_get_mscale(sc.factor, sc.mscale_all_dim)
                                             : deepseek_get_mscale(sc.factor, 1.0));
       c.rows = rows_of(static_cast<double>(sc.original_max_position_embeddings) * sc.factor);
       return c;
-    }
     case ScalingKind::llama3:
-      c.inv_freq = llama3_inv_freq(spec);
       c.rows = rows_of(static_cast<double>(sc.max_position_embeddings));
       return c;
-    case ScalingKind::longrope:
-      return longrope_cache(spec);
     default:
-      c.inv_freq = torch_cpu::inv_freq_f32(spec.base, spec.rotary_dim);
       return c;
   }
 }
