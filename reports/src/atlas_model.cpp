@@ -63,50 +63,73 @@ std::string policy_difference(const Policy& a, const Policy& b) {
 
 json engine_differences(const RopeSpec& spec, const std::vector<DiffEngine>& engines,
                         const std::vector<Dtype>& dtypes, std::int64_t max_position,
-                        std::uint64_t seed) {
+                        std::uint64_t seed, json* pairs) {
   json rows = json::array();
+  if (pairs) *pairs = json::array();
   std::mt19937_64 rng(seed);
   const auto pos = diff_positions(max_position, rng);
+  const std::size_t hd = static_cast<std::size_t>(spec.head_dim);
   for (Dtype d : dtypes) {
-    std::vector<double> x(pos.size() * static_cast<std::size_t>(spec.head_dim));
+    std::vector<double> x(pos.size() * hd);
     std::uniform_real_distribution<double> u(-1.0, 1.0);
     for (auto& v : x) v = round_to_dtype(u(rng), d);  // every engine reads the same values
-    std::vector<std::vector<double>> out(engines.size());
-    std::vector<bool> ran(engines.size());
+    // Per engine and position: its output (one call per position: a refused position -- past the
+    // engine's cache -- costs that position only) and whether it ran.
+    std::vector<std::vector<double>> out(engines.size(), std::vector<double>(x.size()));
+    std::vector<std::vector<char>> ran(engines.size(), std::vector<char>(pos.size(), 0));
+    std::vector<bool> implements(engines.size());
     for (std::size_t e = 0; e < engines.size(); ++e) {
       const auto& en = engines[e];
       RopeSpec rs = spec;
       rs.layout = en.layout;
-      ran[e] =
-          en.kernel->supports(rs, d) && run_engine(*en.kernel, spec, en.layout, d, pos, x, out[e]);
+      implements[e] = en.kernel->supports(rs, d);
+      if (!implements[e]) continue;
+      std::vector<double> y;
+      for (std::size_t t = 0; t < pos.size(); ++t) {
+        const std::vector<double> xt(x.begin() + static_cast<std::ptrdiff_t>(t * hd),
+                                     x.begin() + static_cast<std::ptrdiff_t>((t + 1) * hd));
+        if (!run_engine(*en.kernel, spec, en.layout, d, {pos[t]}, xt, y)) continue;
+        ran[e][t] = 1;
+        std::copy(y.begin(), y.end(), out[e].begin() + static_cast<std::ptrdiff_t>(t * hd));
+      }
     }
     const double ud = unit_roundoff(d);
     for (std::size_t a = 0; a < engines.size(); ++a)
       for (std::size_t b = a + 1; b < engines.size(); ++b) {
-        if (!ran[a] || !ran[b]) continue;
-        std::int64_t differ = 0;
+        if (!implements[a] || !implements[b]) continue;
+        std::int64_t differ = 0, compared = 0, n_pos = 0;
         double worst = 0;
         std::int64_t worst_pos = 0;
-        for (std::size_t t = 0; t < pos.size(); ++t)
+        for (std::size_t t = 0; t < pos.size(); ++t) {
+          if (!ran[a][t] || !ran[b][t]) continue;
+          ++n_pos;
           for (std::int64_t i = 0; i < spec.n_pairs(); ++i) {
             const auto [p, q] = spec.pair(i);
-            const std::size_t o = t * static_cast<std::size_t>(spec.head_dim);
+            const std::size_t o = t * hd;
             const double dp = out[a][o + p] - out[b][o + p], dq = out[a][o + q] - out[b][o + q];
             differ += (dp != 0) + (dq != 0);
+            compared += 2;
             const double n = std::hypot(x[o + p], x[o + q]);
             const double err = n > 0 ? std::hypot(dp, dq) / (n * ud) : 0;
             if (err > worst || std::isnan(err)) worst = err, worst_pos = pos[t];
           }
+        }
+        const json names = {engines[a].kernel->name(), engines[b].kernel->name()};
+        if (pairs)
+          pairs->push_back({{"dtype", name(d)},
+                            {"engines", names},
+                            {"positions_compared", n_pos},
+                            {"elements_compared", compared},
+                            {"elements_differing", differ}});
         if (differ == 0) continue;
-        rows.push_back(
-            {{"dtype", name(d)},
-             {"engines", {engines[a].kernel->name(), engines[b].kernel->name()}},
-             {"elements_differing", differ},
-             {"elements_compared", static_cast<std::int64_t>(pos.size()) * 2 * spec.n_pairs()},
-             {"max_pair_difference_u", worst},
-             {"at_position", worst_pos},
-             {"step_inferred",
-              policy_difference(engines[a].kernel->policy(d), engines[b].kernel->policy(d))}});
+        rows.push_back({{"dtype", name(d)},
+                        {"engines", names},
+                        {"elements_differing", differ},
+                        {"elements_compared", compared},
+                        {"max_pair_difference_u", worst},
+                        {"at_position", worst_pos},
+                        {"step_inferred", policy_difference(engines[a].kernel->policy(d),
+                                                            engines[b].kernel->policy(d))}});
       }
   }
   return rows;

@@ -230,5 +230,34 @@ TEST(ModelAtlas, ScaledF32EnginesAreAngleLimitedAtLongContext) {
   EXPECT_TRUE(bound_split);
 }
 
+// An engine that refuses the positions past its cache is compared on the positions both engines
+// serve, not dropped: before, one refused position in the batch of 64 left the pair out of the
+// differences entirely, which reads as "the same bits" (phi-3.5-mini's hf_eager vs vllm_native at
+// the atlas's max_position = the cache's row count).
+TEST(ModelAtlas, EngineDifferencesCompareWhatBothServe) {
+  const RopeSpec s = *model_options().spec;
+  json pairs;
+  const json d = engine_differences(
+      s, {{&kRight, Layout::half}, {&kHiddenCache, Layout::half}, {&kWrong, Layout::half}},
+      {Dtype::f32}, 1 << 15, 1, &pairs);
+  ASSERT_EQ(pairs.size(), 3u) << pairs.dump();
+  for (const auto& p : pairs) {
+    const bool hidden = p["engines"][0] == "hidden_cache" || p["engines"][1] == "hidden_cache";
+    const auto n = p["positions_compared"].get<std::int64_t>();
+    EXPECT_GT(n, 0) << p.dump();
+    if (hidden) EXPECT_LT(n, 64) << p.dump();  // positions past 4095 are not compared
+    const bool wrong = p["engines"][0] == "wrong_bits" || p["engines"][1] == "wrong_bits";
+    EXPECT_EQ(p["elements_differing"].get<std::int64_t>() > 0, wrong) << p.dump();
+  }
+  // hidden_cache vs wrong_bits differs on the positions both serve.
+  bool found = false;
+  for (const auto& r : d)
+    if (r["engines"][0] == "hidden_cache" && r["engines"][1] == "wrong_bits") {
+      found = true;
+      EXPECT_LT(r["at_position"].get<std::int64_t>(), 4096);
+    }
+  EXPECT_TRUE(found) << d.dump();
+}
+
 }  // namespace
 }  // namespace ropecheck::reports

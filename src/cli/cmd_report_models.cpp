@@ -127,8 +127,10 @@ int report_models(const std::string& list, const reports::Options& base,
                  : reports::Progress{};
     json doc = reports::run_atlas(o, engines, prog);
     doc["model"] = model_block(*p, *o.spec, o.max_position);
+    json pairs;
     doc["model"]["engine_differences"] = reports::engine_differences(
-        *o.spec, ran_engines(doc["atlas"], engines), o.dtypes, o.max_position, o.seed);
+        *o.spec, ran_engines(doc["atlas"], engines), o.dtypes, o.max_position, o.seed, &pairs);
+    doc["model"]["engine_pairs"] = pairs;
     reports::write_all(doc, std::filesystem::path(out) / p->name);
     const int v = report_verdict(doc);
     status = std::max(status, v);

@@ -15,8 +15,14 @@ struct DiffEngine {
   const Kernel* kernel = nullptr;
   Layout layout = Layout::half;
 };
+// Each engine runs every position on its own, so an engine that refuses some positions (past its
+// cache) is compared on the positions both engines of a pair serve, never dropped whole. `pairs`
+// (optional) receives one entry per dtype and pair of engines that both implement the spec:
+// positions and elements compared (0: no position both serve, not compared) and elements
+// differing (0: the same bits) -- so a pair missing from the rows is visibly the same bits, not
+// silently uncompared.
 nlohmann::json engine_differences(const RopeSpec& spec, const std::vector<DiffEngine>& engines,
                                   const std::vector<Dtype>& dtypes, std::int64_t max_position,
-                                  std::uint64_t seed);
+                                  std::uint64_t seed, nlohmann::json* pairs = nullptr);
 
 }  // namespace ropecheck::reports
