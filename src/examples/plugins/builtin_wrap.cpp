@@ -165,10 +165,7 @@ const ropecheck::Kernel* wrapped() {
 
 // The policy the descriptor declares for dtype d: the kernel's own, or the understated one.
 ropecheck::Policy declared_policy(const ropecheck::Kernel& k, ropecheck::Dtype d) {
-  ropecheck::Policy p = k.policy(d);
-  // The plugin ABI has no vllm_f32 (vLLM's scaled f32 steps); the wrapped engines declare
-  // unscaled specs only, where it is hf_f32's angles and bound.
-  if (p.recipe == ropecheck::AngleRecipe::vllm_f32) p.recipe = ropecheck::AngleRecipe::hf_f32;
+  ropecheck::Policy p = k.policy(d);  // vllm_native's vllm_f32 too: ROPECHECK_RECIPE_VLLM_F32
 #ifdef ROPECHECK_WRAP_DECLARE_F32_ROTATION
   p.table = p.arithmetic = ropecheck::Dtype::f32;
 #endif
