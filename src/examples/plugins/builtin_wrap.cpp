@@ -661,11 +661,16 @@ ropecheck_plugin make_descriptor() {
   d.n_head_dims = kNHeadDims;
   d.min_position = kMinPosition;
   d.max_position = kMaxPosition;
-  // The built-in kernels run one code path per pair for every layout, only the indices differ.
-  d.flags = ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC |
+  // The wrapped kernel's own claims, as its Domain states them: the built-in kernels and most
+  // engines run one code path per pair for every layout (bitwise symmetric), onnxruntime_cpu's
+  // interleaved tail rounds otherwise (not symmetric: compared within the bound).
+  const ropecheck::Kernel* k = wrapped();
+  const ropecheck::Domain dom = k ? k->domain() : ropecheck::Domain{};
+  d.flags = (dom.layouts_bitwise_symmetric ? ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC : 0u) |
+            (dom.batch_invariant ? 0u : ROPECHECK_FLAG_BATCH_VARIANT) |
+            (dom.in_place ? 0u : ROPECHECK_FLAG_NO_IN_PLACE) |
             (kRealPositions ? ROPECHECK_FLAG_REAL_POSITIONS : 0u) |
             (kMagnitudeScale ? ROPECHECK_FLAG_MAGNITUDE_SCALE : 0u);
-  const ropecheck::Kernel* k = wrapped();
   for (int i = 0; k && i < ROPECHECK_DTYPE_COUNT; ++i) {
     if (!in_mask(kDtypes, i)) continue;
     d.dtypes |= ROPECHECK_DTYPE_BIT(i);

@@ -9,7 +9,8 @@
 # for the recipes that round the table and every op into bf16/f16 (hf_eager, vllm_native), the
 # hf_f32 angle recipe for ggml's f32 ladder, an f64 angle with exact trig for the f32 fast-math
 # angles of FlashInfer and ggml's CUDA backend (its emulation replaces the GPU approximations by correctly rounded values, so
-# only a declaration tighter than f32 angles shows on the CPU).
+# only a declaration tighter than f32 angles shows on the CPU) and for ONNX Runtime's f32 angles
+# (the exporter's f32 cache).
 set(_engine_hf_eager "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)"
     "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)")
 set(_engine_vllm_native ROPECHECK_WRAP_MIN_POSITION=0 ROPECHECK_WRAP_MAX_POSITION=INT64_MAX
@@ -29,6 +30,15 @@ set(_engine_flashinfer "ROPECHECK_WRAP_HEAD_DIMS=64,128,256,512" ROPECHECK_WRAP_
     "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)|ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED)"
     "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)|ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_LINEAR)|ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_LLAMA3)"
     "ROPECHECK_WRAP_DTYPES=ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F16)|ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_BF16)")
+# onnxruntime_cpu: position_ids index the exporter's cos/sin cache, whose row count is an int
+# (positions 0 .. INT32_MAX - 1, src/kernels/engines/onnxruntime_cpu.cpp), f32 and f16, NeoX and
+# GPT-J. Its layouts are NOT bitwise symmetric (MLAS's interleaved tail is partly unfused): the
+# wrapper copies that from the engine's Domain, so LayoutsArePermutations compares them within the
+# bound.
+set(_engine_onnxruntime_cpu ROPECHECK_WRAP_MIN_POSITION=0 "ROPECHECK_WRAP_MAX_POSITION=(INT32_MAX-1)"
+    "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)|ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED)"
+    "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)"
+    "ROPECHECK_WRAP_DTYPES=ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32)|ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F16)")
 # ggml_cuda: the same rows (its declared fast-math recipe makes no angle claim for scaled specs:
 # MatchesReferenceWithinBound is the cap there, every other property still applies).
 set(_engine_ggml_cuda ${_engine_ggml_cpu})
@@ -37,9 +47,11 @@ set(_misdeclare_vllm_native ROPECHECK_WRAP_DECLARE_F32_ROTATION)
 set(_misdeclare_ggml_cpu ROPECHECK_WRAP_DECLARE_RECIPE=hf_f32)
 set(_misdeclare_flashinfer ROPECHECK_WRAP_DECLARE_F64_ANGLE)
 set(_misdeclare_ggml_cuda ROPECHECK_WRAP_DECLARE_F64_ANGLE)
-set(ROPECHECK_ENGINE_PLUGINS hf_eager vllm_native ggml_cpu ggml_cuda flashinfer)
+set(_misdeclare_onnxruntime_cpu ROPECHECK_WRAP_DECLARE_F64_ANGLE)
+set(ROPECHECK_ENGINE_PLUGINS hf_eager vllm_native ggml_cpu ggml_cuda flashinfer onnxruntime_cpu)
 set(_misdeclared_dtype_hf_eager bf16)
 set(_misdeclared_dtype_vllm_native bf16)
 set(_misdeclared_dtype_ggml_cpu f32)
 set(_misdeclared_dtype_flashinfer bf16)
 set(_misdeclared_dtype_ggml_cuda f32)
+set(_misdeclared_dtype_onnxruntime_cpu f32)
