@@ -135,10 +135,7 @@ Policy policy_from_keys(const KeyReader& k) {
   if (const auto* rc = k.get("angle_recipe")) {
     const auto recipe = parse_angle_recipe(*rc);
     if (!recipe)
-      throw UsageError(
-          "angle_recipe must be hf_f32, pow_product, ladder_f32, inv_freq_f64, fast_powf_f32 or "
-          "fast_powf_ladder_f32 (got '" +
-          *rc + "')");
+      throw UsageError("angle_recipe must be " + angle_recipe_names() + " (got '" + *rc + "')");
     p.recipe = *recipe;
   }
   k.get_bool("fused", p.fused);

@@ -36,7 +36,9 @@
 //                    ladder_f32 (ggml/llama.cpp CPU: f32 theta *= powf(base, -2/dim) per pair) |
 //                    inv_freq_f64 (gemma.cpp: inv_freq in f64 rounded once, angle product) |
 //                    fast_powf_f32 (CUDA -use_fast_math __powf, FlashInfer) |
-//                    fast_powf_ladder_f32 (llama.cpp CUDA: __powf(theta_scale, i))
+//                    fast_powf_ladder_f32 (llama.cpp CUDA: __powf(theta_scale, i)) |
+//                    vllm_f32 (vLLM's scaled classes: the scaling formulas in f32)
+//                    (the list: kAllAngleRecipes in ropecheck/policy.hpp)
 //   trig_argument    exact (default) | turns_f32 (CUDA __sinf/__cosf/__sincosf: the argument
 //                    scaled into turns in f32 before the hardware sine)
 //   fused            true | false (default false)

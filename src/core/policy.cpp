@@ -31,11 +31,18 @@ const char* name(AngleRecipe r) {
 }
 
 std::optional<AngleRecipe> parse_angle_recipe(std::string_view s) {
-  for (AngleRecipe r : {AngleRecipe::pow_product, AngleRecipe::hf_f32, AngleRecipe::ladder_f32,
-                        AngleRecipe::inv_freq_f64, AngleRecipe::fast_powf_f32,
-                        AngleRecipe::fast_powf_ladder_f32, AngleRecipe::vllm_f32})
+  for (AngleRecipe r : kAllAngleRecipes)
     if (s == name(r)) return r;
   return std::nullopt;
+}
+
+std::string angle_recipe_names() {
+  std::string out;
+  for (std::size_t i = 0; i < kAllAngleRecipes.size(); ++i) {
+    if (i > 0) out += i + 1 == kAllAngleRecipes.size() ? " or " : ", ";
+    out += name(kAllAngleRecipes[i]);
+  }
+  return out;
 }
 
 const char* name(Rounding r) { return r == Rounding::toward_zero ? "toward_zero" : "nearest_even"; }

@@ -36,13 +36,26 @@ namespace {
 
 bool valid_precision(std::int32_t p) { return p >= 0 && p < ROPECHECK_DTYPE_COUNT; }
 
+// The ABI's recipe values are AngleRecipe's (plugin.h: "values equal ropecheck's C++ enums"), and
+// every recipe the host knows is declarable.
+static_assert(ROPECHECK_RECIPE_POW_PRODUCT == static_cast<int>(AngleRecipe::pow_product) &&
+              ROPECHECK_RECIPE_HF_F32 == static_cast<int>(AngleRecipe::hf_f32) &&
+              ROPECHECK_RECIPE_LADDER_F32 == static_cast<int>(AngleRecipe::ladder_f32) &&
+              ROPECHECK_RECIPE_INV_FREQ_F64 == static_cast<int>(AngleRecipe::inv_freq_f64) &&
+              ROPECHECK_RECIPE_FAST_POWF_F32 == static_cast<int>(AngleRecipe::fast_powf_f32) &&
+              ROPECHECK_RECIPE_FAST_POWF_LADDER_F32 ==
+                  static_cast<int>(AngleRecipe::fast_powf_ladder_f32) &&
+              ROPECHECK_RECIPE_VLLM_F32 == static_cast<int>(AngleRecipe::vllm_f32));
+static_assert(ROPECHECK_RECIPE_VLLM_F32 + 1 == static_cast<int>(kAllAngleRecipes.size()),
+              "a recipe of AngleRecipe has no ROPECHECK_RECIPE_* value");
+
 // The declared policy of dtype i, checked: precisions and recipe in range, trig_error >= 0.
 Policy declared_policy(const Descriptor& d, const ropecheck_policy& p, int i) {
-  // ABI 2 had no trig_error (reserved bytes, 0) and no ladder, inv_freq_f64 or fast_powf
-  // recipes.
+  // ABI 2 had no trig_error (reserved bytes, 0) and no ladder, inv_freq_f64, fast_powf or vllm
+  // recipes; ABI 3's recipes are appended, the last one is the largest value.
   const double trig = d.abi_version >= 3 ? p.trig_error : 0.0;
   const std::int32_t max_recipe =
-      d.abi_version >= 3 ? ROPECHECK_RECIPE_FAST_POWF_LADDER_F32 : ROPECHECK_RECIPE_HF_F32;
+      d.abi_version >= 3 ? ROPECHECK_RECIPE_VLLM_F32 : ROPECHECK_RECIPE_HF_F32;
   const char* dtype = ropecheck::name(static_cast<Dtype>(i));
   if (!valid_precision(p.angle) || !valid_precision(p.table) || !valid_precision(p.arithmetic) ||
       p.recipe < ROPECHECK_RECIPE_POW_PRODUCT || p.recipe > max_recipe)

@@ -2,9 +2,11 @@
 // vector is either in exactly one rotation pair or passes through, for each 1-D layout and
 // rotary_dim; a spec built with rotary_dim 0 means full rotary, the largest even rotary_dim (an
 // odd head_dim keeps its last element as pass-through). FP8 rounding: every result is a value of
-// the format (one of its 256 codes decodes to it), whatever the overflow policy.
+// the format (one of its 256 codes decodes to it), whatever the overflow policy. Angle recipes:
+// every recipe with a name is in kAllAngleRecipes, parses back and is named in the usage list.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "ropecheck/fp8.hpp"
+#include "ropecheck/policy.hpp"
 #include "ropecheck/spec.hpp"
 
 namespace {
@@ -96,6 +99,35 @@ TEST(CoreFp8, RoundingGivesAValueOfTheFormat) {
                                    << ": " << sign * a << " -> " << r;
         }
   }
+}
+
+// The enum's values are 0, 1, ...: every value name() knows (its switch is complete, -Wswitch)
+// must be in the one list, parse back to itself and appear in angle_recipe_names(), the list the
+// usage messages print; the list holds each value once, in enum order.
+TEST(CorePolicy, EveryAngleRecipeIsListedParsedAndNamed) {
+  using ropecheck::AngleRecipe;
+  using ropecheck::kAllAngleRecipes;
+  const std::string names = ropecheck::angle_recipe_names();
+  int named = 0;
+  for (int i = 0; i < 64; ++i) {
+    const auto r = static_cast<AngleRecipe>(i);
+    const std::string n = ropecheck::name(r);
+    if (n == "?") continue;
+    ++named;
+    SCOPED_TRACE(n);
+    EXPECT_NE(std::find(kAllAngleRecipes.begin(), kAllAngleRecipes.end(), r),
+              kAllAngleRecipes.end());
+    EXPECT_EQ(ropecheck::parse_angle_recipe(n), r);
+    // Whole words of the list ("fast_powf_f32" is no part of "fast_powf_ladder_f32").
+    const std::string list = " " + names + ",";
+    EXPECT_TRUE(list.find(" " + n + ",") != std::string::npos ||
+                list.find(" " + n + " ") != std::string::npos)
+        << names;
+  }
+  EXPECT_EQ(named, static_cast<int>(kAllAngleRecipes.size()));
+  for (std::size_t i = 0; i < kAllAngleRecipes.size(); ++i)
+    EXPECT_EQ(static_cast<std::size_t>(kAllAngleRecipes[i]), i);
+  EXPECT_FALSE(ropecheck::parse_angle_recipe("hf_f64").has_value());
 }
 
 }  // namespace

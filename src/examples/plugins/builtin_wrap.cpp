@@ -19,8 +19,6 @@
 //   ROPECHECK_WRAP_MAX_POSITION    0 / INT64_MAX (default any int64; with a range the kernel takes
 //                                  integer positions only: no ROPECHECK_FLAG_REAL_POSITIONS)
 //   ROPECHECK_WRAP_NO_SCALE        no ROPECHECK_FLAG_MAGNITUDE_SCALE (scale must be exactly 1)
-//   ROPECHECK_WRAP_LAYOUTS_NOT_BITWISE  no ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC (the layouts
-//                                  round differently: ONNX Runtime's interleaved tail)
 //   ROPECHECK_WRAP_LAYOUTS         layout mask (default ROPECHECK_LAYOUT_BIT_ALL)
 //   ROPECHECK_WRAP_SCALINGS        scaling mask (default ROPECHECK_SCALING_BIT_ALL)
 //   ROPECHECK_WRAP_DTYPES          dtype mask (default ROPECHECK_DTYPE_BIT_ALL)
@@ -156,12 +154,6 @@ constexpr bool kMagnitudeScale = false;
 #else
 constexpr bool kMagnitudeScale = true;
 #endif
-#ifdef ROPECHECK_WRAP_LAYOUTS_NOT_BITWISE
-constexpr bool kLayoutsBitwise = false;
-#else
-constexpr bool kLayoutsBitwise = true;
-#endif
-
 const ropecheck::Kernel* wrapped() {
   static const ropecheck::Kernel* k = [] {
     const ropecheck::Kernel* b = ropecheck::find_builtin_kernel(ROPECHECK_WRAPPED_KERNEL);
@@ -172,10 +164,7 @@ const ropecheck::Kernel* wrapped() {
 
 // The policy the descriptor declares for dtype d: the kernel's own, or the understated one.
 ropecheck::Policy declared_policy(const ropecheck::Kernel& k, ropecheck::Dtype d) {
-  ropecheck::Policy p = k.policy(d);
-  // The plugin ABI has no vllm_f32 (vLLM's scaled f32 steps); the wrapped engines declare
-  // unscaled specs only, where it is hf_f32's angles and bound.
-  if (p.recipe == ropecheck::AngleRecipe::vllm_f32) p.recipe = ropecheck::AngleRecipe::hf_f32;
+  ropecheck::Policy p = k.policy(d);  // vllm_native's vllm_f32 too: ROPECHECK_RECIPE_VLLM_F32
 #ifdef ROPECHECK_WRAP_DECLARE_F32_ROTATION
   p.table = p.arithmetic = ropecheck::Dtype::f32;
 #endif
@@ -671,11 +660,16 @@ ropecheck_plugin make_descriptor() {
   d.n_head_dims = kNHeadDims;
   d.min_position = kMinPosition;
   d.max_position = kMaxPosition;
-  // The built-in kernels run one code path per pair for every layout, only the indices differ.
-  d.flags = (kLayoutsBitwise ? ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC : 0u) |
+  // The wrapped kernel's own claims, as its Domain states them: the built-in kernels and most
+  // engines run one code path per pair for every layout (bitwise symmetric), onnxruntime_cpu's
+  // interleaved tail rounds otherwise (not symmetric: compared within the bound).
+  const ropecheck::Kernel* k = wrapped();
+  const ropecheck::Domain dom = k ? k->domain() : ropecheck::Domain{};
+  d.flags = (dom.layouts_bitwise_symmetric ? ROPECHECK_FLAG_LAYOUTS_BITWISE_SYMMETRIC : 0u) |
+            (dom.batch_invariant ? 0u : ROPECHECK_FLAG_BATCH_VARIANT) |
+            (dom.in_place ? 0u : ROPECHECK_FLAG_NO_IN_PLACE) |
             (kRealPositions ? ROPECHECK_FLAG_REAL_POSITIONS : 0u) |
             (kMagnitudeScale ? ROPECHECK_FLAG_MAGNITUDE_SCALE : 0u);
-  const ropecheck::Kernel* k = wrapped();
   for (int i = 0; k && i < ROPECHECK_DTYPE_COUNT; ++i) {
     if (!in_mask(kDtypes, i)) continue;
     d.dtypes |= ROPECHECK_DTYPE_BIT(i);

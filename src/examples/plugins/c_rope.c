@@ -263,6 +263,11 @@ static int c_apply_backward(const ropecheck_spec* s, const ropecheck_tensor* t, 
 #ifndef PLUGIN_ENTRY
 #define PLUGIN_ENTRY ropecheck_plugin_entry
 #endif
+/* PLUGIN_F32_RECIPE: the f32 policy's declared recipe (default POW_PRODUCT, what the code does);
+ * a value past the ABI's last recipe must be refused at load time. */
+#ifndef PLUGIN_F32_RECIPE
+#define PLUGIN_F32_RECIPE ROPECHECK_RECIPE_POW_PRODUCT
+#endif
 
 /* ABI 3 flags: the kernel multiplies by spec->scale, and both layouts run the same code with other
  * indices (bit for bit symmetric). An ABI 2 descriptor had no such flags. */
@@ -289,8 +294,8 @@ static const ropecheck_plugin descriptor = {
         {ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64,
          ROPECHECK_RECIPE_POW_PRODUCT, 0, 0, 0.0},
         /* f32: computed in f64, rounded once into f32 */
-        {ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64,
-         ROPECHECK_RECIPE_POW_PRODUCT, 0, 0, 0.0},
+        {ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64, ROPECHECK_DTYPE_F64, PLUGIN_F32_RECIPE, 0, 0,
+         0.0},
         {0, 0, 0, 0, 0, 0, 0.0},
         {0, 0, 0, 0, 0, 0, 0.0},
     },

@@ -10,7 +10,7 @@
 # hf_f32 angle recipe for ggml's f32 ladder, an f64 angle with exact trig for the f32 fast-math
 # angles of FlashInfer and ggml's CUDA backend (its emulation replaces the GPU approximations by correctly rounded values, so
 # only a declaration tighter than f32 angles shows on the CPU), and the same f64 angle for
-# onnxruntime_cpu's f32 cache angle.
+# onnxruntime_cpu's f32 cache angle (the exporter's f32 cache).
 set(_engine_hf_eager "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)"
     "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)")
 set(_engine_vllm_native ROPECHECK_WRAP_MIN_POSITION=0 ROPECHECK_WRAP_MAX_POSITION=INT64_MAX
@@ -36,9 +36,10 @@ set(_engine_ggml_cuda ${_engine_ggml_cpu})
 # onnxruntime_cpu: position_ids index a cache of an int count of rows (non-negative, below
 # INT32_MAX); f32/f16; llama3 and YaRN as the model builder writes them (supports() narrows YaRN);
 # not LongRoPE: its cache ends at a spec-dependent row (apply() refuses past it), which a
-# descriptor cannot declare.
+# descriptor cannot declare. Its layouts are NOT bitwise symmetric (MLAS's interleaved tail is
+# partly unfused): the wrapper copies that from the engine's Domain, so LayoutsArePermutations
+# compares them within the bound.
 set(_engine_onnxruntime_cpu ROPECHECK_WRAP_MIN_POSITION=0 ROPECHECK_WRAP_MAX_POSITION=2147483646
-    ROPECHECK_WRAP_LAYOUTS_NOT_BITWISE
     "ROPECHECK_WRAP_LAYOUTS=ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_HALF)|ROPECHECK_LAYOUT_BIT(ROPECHECK_LAYOUT_INTERLEAVED)"
     "ROPECHECK_WRAP_SCALINGS=ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_NONE)|ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_LLAMA3)|ROPECHECK_SCALING_BIT(ROPECHECK_SCALING_YARN)"
     "ROPECHECK_WRAP_DTYPES=ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F32)|ROPECHECK_DTYPE_BIT(ROPECHECK_DTYPE_F16)")

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
 #include "ropecheck/plugin/host.hpp"
 
@@ -124,6 +125,31 @@ TEST(PluginHost, LoadErrors) {
   EXPECT_THROW(PluginKernel::load("/nonexistent/libnothing.so"), LoadError);
   // A file that is not a shared object.
   EXPECT_THROW(PluginKernel::load(__FILE__), LoadError);
+}
+
+// ROPECHECK_RECIPE_VLLM_F32 (appended in ABI 3): vllm_native behind the ABI declares its own
+// vllm_f32 policy and the host reads it as such; a value past the last recipe, and VLLM_F32 in an
+// ABI 2 descriptor (ABI 2 knew POW_PRODUCT and HF_F32), are refused at load time.
+TEST(PluginHost, VllmRecipeIsDeclarable) {
+  auto k = PluginKernel::load(so("engine_vllm_native"));
+  const Kernel* engine = find_engine_kernel("vllm_native");
+  ASSERT_NE(engine, nullptr);
+  for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+    SCOPED_TRACE(name(d));
+    EXPECT_EQ(engine->policy(d).recipe, AngleRecipe::vllm_f32);
+    EXPECT_EQ(k->policy(d).recipe, AngleRecipe::vllm_f32);
+    EXPECT_EQ(k->policy(d).table, engine->policy(d).table);
+  }
+  for (const char* refused : {"c_recipe_past_last", "c_abi2_vllm_recipe"}) {
+    try {
+      PluginKernel::load(so(refused));
+      ADD_FAILURE() << refused << " loaded";
+    } catch (const LoadError& e) {
+      EXPECT_NE(std::string(e.what()).find("invalid precision policy for dtype f32"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(PluginHost, HostilePluginsAreClassified) {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -57,10 +58,19 @@ enum class AngleRecipe : int {
   // then rounded. Unscaled, the same angles as hf_f32 (bounds: src/bounds/scaled_vllm.cpp).
   vllm_f32 = 6,
 };
+// Every recipe, in enum order: the one list that parse_angle_recipe accepts and
+// angle_recipe_names() spells (a recipe added to the enum and not here fails core_test).
+inline constexpr std::array<AngleRecipe, 7> kAllAngleRecipes = {
+    AngleRecipe::pow_product,  AngleRecipe::hf_f32,        AngleRecipe::ladder_f32,
+    AngleRecipe::inv_freq_f64, AngleRecipe::fast_powf_f32, AngleRecipe::fast_powf_ladder_f32,
+    AngleRecipe::vllm_f32};
 // "pow_product", "hf_f32", "ladder_f32", "inv_freq_f64", "fast_powf_f32",
 // "fast_powf_ladder_f32", "vllm_f32" (the names of reports, `check` and the plugin docs).
 const char* name(AngleRecipe r);
 std::optional<AngleRecipe> parse_angle_recipe(std::string_view s);
+// "pow_product, hf_f32, ..., fast_powf_ladder_f32 or vllm_f32": kAllAngleRecipes' names, for a
+// usage message that cannot drift from what parse_angle_recipe accepts.
+std::string angle_recipe_names();
 
 // How a value is rounded into a storage format (the cos/sin table, the output tensor). Values are
 // the plugin ABI's ROPECHECK_ROUNDING_* bits shifted into place (plugin.h).

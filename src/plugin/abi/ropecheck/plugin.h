@@ -174,6 +174,13 @@ extern "C" {
  *                -2.0f/rd) on the host, inv_freq = __powf(theta_scale, float(i)) on the device,
  *                angle = float(m) * inv_freq, all f32. Additive in ABI 3. */
 #define ROPECHECK_RECIPE_FAST_POWF_LADDER_F32 5
+/*   VLLM_F32:    vLLM's rotary classes (vllm/model_executor/layers/rotary_embedding/): HF_F32's
+ *                inv_freq and product, and the scaling variants as vLLM computes them in f32
+ *                (linear divides the f32 position by the factor, YaRN's ramp and blend, llama3's
+ *                wave lengths, LongRoPE's factor times the power, one f32 op each; dynamic NTK's
+ *                base in f64, then rounded). Unscaled it is HF_F32's angles and bound. Additive in
+ *                ABI 3 (appended: no value above changes), as INV_FREQ_F64. */
+#define ROPECHECK_RECIPE_VLLM_F32 6
 
 /* ropecheck_policy.rounding (additive in ABI 3): which conversions into storage truncate.
  *   TABLE_TOWARD_ZERO:  cos/sin are rounded toward zero into `table` (when it is narrower than the
