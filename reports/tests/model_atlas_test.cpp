@@ -245,7 +245,9 @@ TEST(ModelAtlas, EngineDifferencesCompareWhatBothServe) {
     const bool hidden = p["engines"][0] == "hidden_cache" || p["engines"][1] == "hidden_cache";
     const auto n = p["positions_compared"].get<std::int64_t>();
     EXPECT_GT(n, 0) << p.dump();
-    if (hidden) EXPECT_LT(n, 64) << p.dump();  // positions past 4095 are not compared
+    if (hidden) {
+      EXPECT_LT(n, 64) << p.dump();  // positions past 4095 are not compared
+    }
     const bool wrong = p["engines"][0] == "wrong_bits" || p["engines"][1] == "wrong_bits";
     EXPECT_EQ(p["elements_differing"].get<std::int64_t>() > 0, wrong) << p.dump();
   }
