@@ -503,9 +503,13 @@ struct ScalingFields {
   }
 };
 
+// linear and llama3 keep the config's max_position_embeddings (0 when absent): no HF formula reads
+// it, but an engine's cache extent does (vLLM: ceil(L * factor) rows for linear, L for llama3),
+// so positions past it are refused ("not run") instead of extrapolated.
 void read_linear(const ScalingFields& f, Scaling& sc) {
   sc.kind = ScalingKind::linear;
   sc.factor = f.factor();
+  sc.max_position_embeddings = f.max_pos;
 }
 
 void read_dynamic(const ScalingFields& f, Scaling& sc) {
@@ -542,6 +546,7 @@ void read_llama3(const ScalingFields& f, Scaling& sc) {
   sc.high_freq_factor = num(f.need("high_freq_factor"), "high_freq_factor");
   sc.original_max_position_embeddings =
       integer(f.need("original_max_position_embeddings"), "original_max_position_embeddings");
+  sc.max_position_embeddings = f.max_pos;
 }
 
 void read_longrope(const ScalingFields& f, Scaling& sc) {

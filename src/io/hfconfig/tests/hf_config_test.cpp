@@ -26,6 +26,17 @@ TEST(HfConfig, Llama31_8B) {
   EXPECT_EQ(s.scaling.low_freq_factor, 1.0);
   EXPECT_EQ(s.scaling.high_freq_factor, 4.0);
   EXPECT_EQ(s.scaling.original_max_position_embeddings, 8192);
+  // Not in HF's formula, but the extent of an engine's cache (vLLM's llama3 class: 131072 rows):
+  // without it the atlas ran vllm_native to 1M as if served.
+  EXPECT_EQ(s.scaling.max_position_embeddings, 131072);
+}
+
+TEST(HfConfig, LinearKeepsMaxPositionEmbeddings) {
+  const RopeSpec s = spec_from_hf_config(json::parse(R"({
+    "head_dim": 256, "max_position_embeddings": 131072, "rope_theta": 1000000.0,
+    "rope_scaling": {"rope_type": "linear", "factor": 8.0}})"));
+  EXPECT_EQ(s.scaling.kind, ScalingKind::linear);
+  EXPECT_EQ(s.scaling.max_position_embeddings, 131072);  // vLLM: ceil(131072 * 8) cache rows
 }
 
 TEST(HfConfig, Qwen2VL_MRope) {
