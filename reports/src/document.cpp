@@ -230,6 +230,8 @@ Accumulated accumulate(const Plan& p, const Executed& ex) {
         if (!sweep->supported[k]) continue;
         ResultStats& r = acc.results[k * nd + static_cast<std::size_t>(w->dtype)];
         if (w->bucket == 0) ++r.specs_supported;
+        r.refused += sweep->refused[k];
+        r.refused_min = std::min(r.refused_min, sweep->refused_min[k]);
         r.buckets[w->bucket].merge(sweep->stats[k]);
         for (int q = 0; q < kOctaves; ++q) r.octaves[q].merge(sweep->oct[k][q]);
         for (int q = 0; q < kUlpBins; ++q) r.hist[q] += sweep->stats[k].hist[q];

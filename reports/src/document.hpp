@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct ResultStats {
   std::array<OctaveStats, kOctaves> octaves;
   std::array<std::int64_t, kUlpBins> hist{};  // over every bucket
   std::int64_t specs_supported = 0;           // specs the kernel ran on
+  // Sampled positions the kernel refused although it supports the spec (past its cache), and the
+  // smallest (INT64_MAX: none): the headline has no figure for a context from there on.
+  std::int64_t refused = 0, refused_min = std::numeric_limits<std::int64_t>::max();
   struct Fp8 {
     Fp8Format format;
     std::array<Fp8Stats, kNumBuckets> buckets;

@@ -39,6 +39,8 @@ void ResultStats::merge(const ResultStats& later) {
   for (int q = 0; q < kOctaves; ++q) octaves[q].merge(later.octaves[q]);
   for (int q = 0; q < kUlpBins; ++q) hist[q] += later.hist[q];
   specs_supported += later.specs_supported;
+  refused += later.refused;
+  refused_min = std::min(refused_min, later.refused_min);
   if (fp8.empty())
     fp8 = later.fp8;
   else
@@ -229,6 +231,8 @@ json fp8_json(const ResultStats::Fp8& f) {
 
 void put_result_figures(json& r, const ResultStats& s, const WorstJson& worst, bool merge_state) {
   r["specs_supported"] = s.specs_supported;
+  if (s.refused > 0)
+    r["positions_refused"] = {{"count", s.refused}, {"min_position", s.refused_min}};
   r["buckets"] = buckets_json(s.buckets, worst, merge_state);
   r["ulp_histogram"] = json::array();
   for (int q = 0; q < kUlpBins; ++q)

@@ -71,16 +71,18 @@ const char* limited_by(double max_u, const json& share) {
   return number(share).value_or(0.0) >= 0.5 ? "angle" : "rotation";
 }
 
-json headline_cell(const json& res, const std::vector<Octave>& oct, std::int64_t l, double u) {
+json headline_cell(const json& res, const std::vector<Octave>& oct, std::int64_t l, double u,
+                   std::int64_t refused_min) {
   double m = 0;
   std::int64_t n = 0;
   for (const auto& o : oct)
     if (o.lo < l) m = worse(m, o.max_u), n += o.n_pairs;
   const auto [share, bucket] = share_at(res, l - 1);
-  // The kernel refused the sampled positions of the bucket that holds L - 1 (its cache extent or
-  // position domain: vLLM's cache of ceil(orig * factor) rows, say): the max over the positions it
-  // did run is not the error at L, so no figure is given (a number here reads as a measurement).
-  if (bucket.empty())
+  // The kernel refused sampled positions below L (its cache extent or position domain: vLLM's
+  // cache of ceil(orig * factor) rows, say; `positions_refused`), or the whole bucket that holds
+  // L - 1: the max over the positions it did run is not the error at L, so no figure is given (a
+  // number here reads as a measurement).
+  if (bucket.empty() || refused_min <= l - 1)
     return {{"context", l},
             {"label", context_label(l)},
             {"n_pairs", n},
@@ -138,7 +140,11 @@ json headline_row(const json& res, const std::vector<std::int64_t>& contexts) {
   row["bound_exceeded"] = gt > 0;
   const auto oct = octaves_of(res);
   const double u = res["unit_roundoff"].get<double>();
-  for (auto l : contexts) row["at"].push_back(headline_cell(res, oct, l, u));
+  const std::int64_t refused_min =
+      res.contains("positions_refused")
+          ? res["positions_refused"]["min_position"].get<std::int64_t>()
+          : std::numeric_limits<std::int64_t>::max();
+  for (auto l : contexts) row["at"].push_back(headline_cell(res, oct, l, u, refused_min));
   // Where the positions the kernel ran end: the first context whose bucket it refused.
   std::int64_t run_to = contexts.back();
   for (const auto& c : row["at"])

@@ -148,6 +148,10 @@ void fold_buckets(const json& r, std::array<ErrorStats, detail::kNumBuckets>& in
 detail::ResultStats result_stats(const json& x, ShardWorst& worst) {
   detail::ResultStats s;
   s.specs_supported = x.at("specs_supported").get<std::int64_t>();
+  if (x.contains("positions_refused")) {
+    s.refused = x["positions_refused"].at("count").get<std::int64_t>();
+    s.refused_min = x["positions_refused"].at("min_position").get<std::int64_t>();
+  }
   const auto& h = x.at("ulp_histogram");
   if (h.size() != s.hist.size()) fail("ULP histograms of different shapes");
   for (std::size_t i = 0; i < h.size(); ++i) s.hist[i] = h[i].at("count").get<std::int64_t>();

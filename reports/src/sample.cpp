@@ -52,4 +52,26 @@ bool run_kernel(const Kernel& k, const RopeSpec& spec, Dtype d,
   return true;
 }
 
+bool run_kernel_per_position(const Kernel& k, const RopeSpec& spec, Dtype d,
+                             const std::vector<std::int64_t>& positions, std::int64_t heads,
+                             const std::vector<std::vector<double>>& in, Outputs& out,
+                             std::vector<char>& served) {
+  const auto hd = static_cast<std::size_t>(spec.head_dim);
+  const auto h = static_cast<std::size_t>(heads);
+  out.hd_ = hd;
+  out.data_.reset(new double[positions.size() * h * hd]());
+  served.assign(positions.size(), 0);
+  bool any = false;
+  Outputs one;
+  for (std::size_t t = 0; t < positions.size(); ++t) {
+    const std::vector<std::vector<double>> x(in.begin() + static_cast<std::ptrdiff_t>(t * h),
+                                             in.begin() + static_cast<std::ptrdiff_t>((t + 1) * h));
+    if (!run_kernel(k, spec, d, {positions[t]}, heads, x, one)) continue;
+    std::copy(one.data_.get(), one.data_.get() + h * hd, out.data_.get() + t * h * hd);
+    served[t] = 1;
+    any = true;
+  }
+  return any;
+}
+
 }  // namespace ropecheck::reports::detail

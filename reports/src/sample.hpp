@@ -31,6 +31,10 @@ class Outputs {
  private:
   friend bool run_kernel(const Kernel&, const RopeSpec&, Dtype, const std::vector<std::int64_t>&,
                          std::int64_t, const std::vector<std::vector<double>>&, Outputs&);
+  friend bool run_kernel_per_position(const Kernel&, const RopeSpec&, Dtype,
+                                      const std::vector<std::int64_t>&, std::int64_t,
+                                      const std::vector<std::vector<double>>&, Outputs&,
+                                      std::vector<char>&);
   std::unique_ptr<double[]> data_;  // not zeroed first: every element is written
   std::size_t hd_ = 0;
 };
@@ -40,5 +44,14 @@ class Outputs {
 bool run_kernel(const Kernel& k, const RopeSpec& spec, Dtype d,
                 const std::vector<std::int64_t>& positions, std::int64_t heads,
                 const std::vector<std::vector<double>>& in, Outputs& out);
+
+// The same, one position per call, for a kernel that refused the whole batch: an engine whose
+// cache ends inside the sampled range (vLLM's max_position_embeddings rows) serves the positions
+// below its extent. served[t]: position t ran (its outputs are in `out`; the others are 0).
+// False when no position ran.
+bool run_kernel_per_position(const Kernel& k, const RopeSpec& spec, Dtype d,
+                             const std::vector<std::int64_t>& positions, std::int64_t heads,
+                             const std::vector<std::vector<double>>& in, Outputs& out,
+                             std::vector<char>& served);
 
 }  // namespace ropecheck::reports::detail

@@ -80,6 +80,8 @@ struct KernelRun {
   verify::PairChecker checker;
   bool supported = false;
   Outputs got;
+  std::vector<char> served;  // per position, when the batch was refused (empty: every position)
+  bool serves(std::size_t p) const { return supported && (served.empty() || served[p] != 0); }
 };
 
 // What one sampled vector is compared with: the exact output (the oracle's answers: as double,
@@ -144,8 +146,8 @@ struct Answers {
 // f64 outputs: the rotated pairs' differences from RecipeReference::exact_diff (the oracle's
 // double-double cannot resolve them and would recompute the vector in MPFR); the same doubles.
 void answer(std::vector<Answers>& A, const std::vector<KernelRun>& runs, std::size_t v,
-            const std::vector<int>& slot, const RopeSpec& spec, const VectorRef& vr, Dtype d,
-            RecipeReference& rr, double u) {
+            std::size_t p, const std::vector<int>& slot, const RopeSpec& spec, const VectorRef& vr,
+            Dtype d, RecipeReference& rr, double u) {
   const auto hd = static_cast<std::size_t>(spec.head_dim);
   const auto np = static_cast<std::size_t>(spec.n_pairs());
   A.resize(runs.size());
@@ -156,7 +158,7 @@ void answer(std::vector<Answers>& A, const std::vector<KernelRun>& runs, std::si
     return std::isfinite(g[j]) ? vr.y.diff(j, g[j]) : kInf;
   };
   for (std::size_t k = 0; k < runs.size(); ++k) {
-    if (!runs[k].supported) continue;
+    if (!runs[k].serves(p)) continue;
     const double* g = runs[k].got[v];
     Answers& a = A[k];
     a.diff.resize(hd);
@@ -166,7 +168,7 @@ void answer(std::vector<Answers>& A, const std::vector<KernelRun>& runs, std::si
       const auto [ea, eb] = spec.pair(static_cast<std::int64_t>(i));
       std::size_t twin = k;
       for (std::size_t k2 = 0; k2 < k && twin == k; ++k2)
-        if (runs[k2].supported && same(runs[k2].got[v][ea], g[ea]) &&
+        if (runs[k2].serves(p) && same(runs[k2].got[v][ea], g[ea]) &&
             same(runs[k2].got[v][eb], g[eb]))
           twin = k2;
       const bool finite = std::isfinite(g[ea]) && std::isfinite(g[eb]);
@@ -384,7 +386,7 @@ void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const Op
   W.bnd.resize(runs.size());
   for (std::size_t k = 0; k < runs.size(); ++k) {
     W.bnd[k].clear();
-    if (!runs[k].supported) continue;
+    if (!runs[k].serves(p)) continue;
     const Policy& pol = runs[k].checker.policy();
     recipes.emplace(recipe_key(pol), pol);
     for (std::int64_t i = 0; i < spec.n_pairs(); ++i)
@@ -399,7 +401,7 @@ void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const Op
   W.slot.assign(runs.size(), -1);
   W.by_bound.assign(runs.size(), 0);
   for (std::size_t k = 0; k < runs.size(); ++k)
-    if (runs[k].supported) {
+    if (runs[k].serves(p)) {
       W.slot[k] = slot_of.at(recipe_key(runs[k].checker.policy()));
       W.by_bound[k] = !recipe_reproduced(runs[k].checker.policy(), spec);
     }
@@ -417,9 +419,9 @@ void sweep_position(SweepResult& R, const std::vector<KernelRun>& runs, const Op
     fill_exact(vr, spec, d);
     fill_norms(vr, spec, mag);
     fill_angle_errors(vr, spec, W.recipe, static_cast<int>(W.slot_policy.size()), u);
-    answer(W.answers, runs, v, W.slot, spec, vr, d, W.recipe, u);
+    answer(W.answers, runs, v, p, W.slot, spec, vr, d, W.recipe, u);
     for (std::size_t k = 0; k < runs.size(); ++k) {
-      if (!runs[k].supported) continue;
+      if (!runs[k].serves(p)) continue;
       auto& st = R.stats[k];
       ++st.n_vectors;
       const double* g = runs[k].got[v];
@@ -442,13 +444,28 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
   R.stats.resize(nk);
   R.oct.resize(nk);
   R.supported.assign(nk, 0);
+  R.refused.assign(nk, 0);
+  R.refused_min.assign(nk, std::numeric_limits<std::int64_t>::max());
   R.fp8.assign(nk, std::vector<Fp8Stats>(S.o.fp8.size()));
   std::vector<KernelRun> runs;
   for (std::size_t k = 0; k < nk; ++k) {
     runs.push_back({verify::PairChecker(S.kernels[k]->policy(d), spec, d), false, {}});
+    const bool sup = S.kernels[k]->supports(spec, d);
     runs[k].supported =
-        S.kernels[k]->supports(spec, d) &&
-        run_kernel(*S.kernels[k], spec, d, in.positions, kHeads, in.vectors, runs[k].got);
+        sup && run_kernel(*S.kernels[k], spec, d, in.positions, kHeads, in.vectors, runs[k].got);
+    // Refused as a batch: one position per call, so the positions below an engine's cache extent
+    // are still measured and the refused ones counted (the headline says "not run" from the
+    // smallest refused position on).
+    if (sup && !runs[k].supported &&
+        run_kernel_per_position(*S.kernels[k], spec, d, in.positions, kHeads, in.vectors,
+                                runs[k].got, runs[k].served)) {
+      runs[k].supported = true;
+      for (std::size_t t = 0; t < in.positions.size(); ++t)
+        if (!runs[k].served[t]) {
+          ++R.refused[k];
+          R.refused_min[k] = std::min(R.refused_min[k], in.positions[t]);
+        }
+    }
     R.supported[k] = runs[k].supported;
   }
   SweepScratch W(spec, S.o.oracle_mpfr);

@@ -52,7 +52,10 @@ struct SweepResult {
   std::vector<ErrorStats> stats;                       // per kernel
   std::vector<std::array<OctaveStats, kOctaves>> oct;  // per kernel
   std::vector<char> supported;                         // per kernel
-  std::vector<std::vector<Fp8Stats>> fp8;              // per kernel, per Options::fp8 format
+  // Per kernel: sampled positions it refused although it supports the spec (past its cache; the
+  // others ran one per call), and the smallest of them (INT64_MAX: none).
+  std::vector<std::int64_t> refused, refused_min;
+  std::vector<std::vector<Fp8Stats>> fp8;  // per kernel, per Options::fp8 format
   OracleCounts counts;
 };
 SweepResult sweep_unit(const Setup& s, int dtype, int spec, int bucket);

@@ -85,6 +85,7 @@ const FakeEngine kRejects("unscaled_only", Layout::half, false, kNoCache, false)
 const FakeEngine kShortCache("short_cache", Layout::half, true, 4095, false);
 const FakeEngine kWrong("wrong_bits", Layout::half, true, kNoCache, true);
 const HiddenCacheEngine kHiddenCache("hidden_cache", 4095);
+const HiddenCacheEngine kPartialCache("partial_cache", 8000);
 
 AtlasEngine atlas_engine(const Kernel& k) {
   return {&k, k.name(), "upstream/" + k.name() + ".py @0000000", "test fake", ""};
@@ -196,6 +197,31 @@ TEST(ModelAtlas, RefusedPositionsAreNotRunNotAFigure) {
   EXPECT_GT(not_run, 0);
   EXPECT_EQ(hc["limited_by"], "not run");
   EXPECT_NE(render_markdown(doc).find("not run (positions refused)"), std::string::npos);
+}
+
+// A cache that ends inside a sampled bucket (4096-32768 here; vLLM's 131072 rows inside
+// 65536-2^20): the batch is refused, each position then runs on its own, so the positions below
+// the extent are measured (octaves up to 2^14 carry pairs) and the refused ones are counted; the
+// context whose positions include the first refused one has no figure.
+TEST(ModelAtlas, CacheInsideABucketServesThePositionsBelowIt) {
+  const json doc = run_atlas(model_options(), {atlas_engine(kRight), atlas_engine(kPartialCache)});
+  EXPECT_EQ(exit_code(doc), 0) << doc["checks"].dump();
+  const json* res = nullptr;
+  for (const auto& r : doc["results"])
+    if (r["kernel"].get<std::string>().find("partial_cache") != std::string::npos &&
+        r["dtype"] == "f32")
+      res = &r;
+  ASSERT_NE(res, nullptr);
+  ASSERT_TRUE(res->contains("positions_refused")) << res->dump();
+  EXPECT_GT((*res)["positions_refused"]["min_position"].get<std::int64_t>(), 8000);
+  std::int64_t above_4096 = 0;
+  for (const auto& o : (*res)["octaves"])
+    if (o["position_lo"].get<std::int64_t>() >= 4096)
+      above_4096 += o["n_pairs"].get<std::int64_t>();
+  EXPECT_GT(above_4096, 0);  // served one position per call
+  const json& row = row_of(doc, "partial_cache", "f32");
+  EXPECT_NE(row["at"][0]["limited_by"], "not run");                          // 4k
+  EXPECT_EQ(row["at"].back()["limited_by"], "not run") << row["at"].back();  // 32k
 }
 
 // The angle-vs-rotation split of the engines' scaled f32 recipes on Llama 3.1's RoPE: f32 at long
