@@ -8,6 +8,7 @@
 #include "sample.hpp"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 
@@ -111,7 +112,12 @@ void safe_probe_spec(const Setup& S, std::size_t k, int di, std::size_t si, std:
   Outputs out;
   for (std::size_t v = 0; v < pos.size() * heads; ++v)
     in.push_back(random_vector(rng, spec.head_dim, d));
-  if (!run_kernel(*S.kernels[k], spec, d, pos, heads, in, out)) return;
+  if (!run_kernel(*S.kernels[k], spec, d, pos, heads, in, out)) {
+    // A spec it supports but positions it refuses (past an engine's cache): not safe there -- a
+    // skipped probe would pass and extend the safe context past what the engine serves.
+    if (S.kernels[k]->supports(spec, d)) worst = std::numeric_limits<double>::infinity();
+    return;
+  }
   const ref::Oracle& oracle = oracles.at(S, si);
   ref::ExactVector y;
   for (std::size_t p = 0; p < pos.size(); ++p) {
