@@ -33,6 +33,12 @@ std::vector<double> random_vector(std::mt19937_64& rng, std::int64_t n, Dtype d)
 bool run_kernel(const Kernel& k, const RopeSpec& spec, Dtype d,
                 const std::vector<std::int64_t>& positions, std::int64_t heads,
                 const std::vector<std::vector<double>>& in, Outputs& out) {
+  return run_kernel_status(k, spec, d, positions, heads, in, out) == KernelStatus::ok;
+}
+
+KernelStatus run_kernel_status(const Kernel& k, const RopeSpec& spec, Dtype d,
+                               const std::vector<std::int64_t>& positions, std::int64_t heads,
+                               const std::vector<std::vector<double>>& in, Outputs& out) {
   const std::int64_t n_tok = static_cast<std::int64_t>(positions.size());
   const std::int64_t hd = spec.head_dim;
   const auto n = static_cast<std::size_t>(n_tok * heads * hd);
@@ -42,14 +48,14 @@ bool run_kernel(const Kernel& k, const RopeSpec& spec, Dtype d,
   if (bin.size() < n * bytes) bin.resize(n * bytes), bout.resize(n * bytes);
   for (std::int64_t v = 0; v < n_tok * heads; ++v)
     for (std::int64_t j = 0; j < hd; ++j) store(d, bin.data(), v * hd + j, in[v][j]);
-  if (apply_contiguous(k, spec, d, n_tok, heads, positions.data(), bin.data(), bout.data()) !=
-      KernelStatus::ok)
-    return false;
+  const KernelStatus st =
+      apply_contiguous(k, spec, d, n_tok, heads, positions.data(), bin.data(), bout.data());
+  if (st != KernelStatus::ok) return st;
   out.hd_ = static_cast<std::size_t>(hd);
   out.data_.reset(new double[n]);
   for (std::size_t i = 0; i < n; ++i)
     out.data_[i] = load(d, bout.data(), static_cast<std::int64_t>(i));
-  return true;
+  return KernelStatus::ok;
 }
 
 bool run_kernel_per_position(const Kernel& k, const RopeSpec& spec, Dtype d,
@@ -66,7 +72,9 @@ bool run_kernel_per_position(const Kernel& k, const RopeSpec& spec, Dtype d,
   for (std::size_t t = 0; t < positions.size(); ++t) {
     const std::vector<std::vector<double>> x(in.begin() + static_cast<std::ptrdiff_t>(t * h),
                                              in.begin() + static_cast<std::ptrdiff_t>((t + 1) * h));
-    if (!run_kernel(k, spec, d, {positions[t]}, heads, x, one)) continue;
+    const KernelStatus st = run_kernel_status(k, spec, d, {positions[t]}, heads, x, one);
+    if (st == KernelStatus::unsupported) continue;  // past its cache: that position only
+    if (st != KernelStatus::ok) return false;       // an error is not a refusal: the unit fails
     std::copy(one.data_.get(), one.data_.get() + h * hd, out.data_.get() + t * h * hd);
     served[t] = 1;
     any = true;

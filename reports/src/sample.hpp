@@ -29,8 +29,9 @@ class Outputs {
   const double* operator[](std::size_t v) const { return data_.get() + v * hd_; }
 
  private:
-  friend bool run_kernel(const Kernel&, const RopeSpec&, Dtype, const std::vector<std::int64_t>&,
-                         std::int64_t, const std::vector<std::vector<double>>&, Outputs&);
+  friend KernelStatus run_kernel_status(const Kernel&, const RopeSpec&, Dtype,
+                                        const std::vector<std::int64_t>&, std::int64_t,
+                                        const std::vector<std::vector<double>>&, Outputs&);
   friend bool run_kernel_per_position(const Kernel&, const RopeSpec&, Dtype,
                                       const std::vector<std::int64_t>&, std::int64_t,
                                       const std::vector<std::vector<double>>&, Outputs&,
@@ -45,10 +46,16 @@ bool run_kernel(const Kernel& k, const RopeSpec& spec, Dtype d,
                 const std::vector<std::int64_t>& positions, std::int64_t heads,
                 const std::vector<std::vector<double>>& in, Outputs& out);
 
-// The same, one position per call, for a kernel that refused the whole batch: an engine whose
+// run_kernel's call with the kernel's status (ok: `out` holds the outputs).
+KernelStatus run_kernel_status(const Kernel& k, const RopeSpec& spec, Dtype d,
+                               const std::vector<std::int64_t>& positions, std::int64_t heads,
+                               const std::vector<std::vector<double>>& in, Outputs& out);
+
+// The same, one position per call, for a kernel that refused the whole batch (unsupported, not an
+// error): an engine whose
 // cache ends inside the sampled range (vLLM's max_position_embeddings rows) serves the positions
 // below its extent. served[t]: position t ran (its outputs are in `out`; the others are 0).
-// False when no position ran.
+// False when no position ran, or when a position returned an error.
 bool run_kernel_per_position(const Kernel& k, const RopeSpec& spec, Dtype d,
                              const std::vector<std::int64_t>& positions, std::int64_t heads,
                              const std::vector<std::vector<double>>& in, Outputs& out,

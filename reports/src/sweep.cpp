@@ -451,12 +451,14 @@ SweepResult sweep_unit(const Setup& S, int di, int si, int bi) {
   for (std::size_t k = 0; k < nk; ++k) {
     runs.push_back({verify::PairChecker(S.kernels[k]->policy(d), spec, d), false, {}});
     const bool sup = S.kernels[k]->supports(spec, d);
-    runs[k].supported =
-        sup && run_kernel(*S.kernels[k], spec, d, in.positions, kHeads, in.vectors, runs[k].got);
-    // Refused as a batch: one position per call, so the positions below an engine's cache extent
-    // are still measured and the refused ones counted (the headline says "not run" from the
-    // smallest refused position on).
-    if (sup && !runs[k].supported &&
+    const KernelStatus st = sup ? run_kernel_status(*S.kernels[k], spec, d, in.positions, kHeads,
+                                                    in.vectors, runs[k].got)
+                                : KernelStatus::unsupported;
+    runs[k].supported = st == KernelStatus::ok;
+    // Refused as a batch (unsupported; an error stays a failed unit): one position per call, so
+    // the positions below an engine's cache extent are still measured and the refused ones
+    // counted (the headline says "not run" from the smallest refused position on).
+    if (sup && st == KernelStatus::unsupported &&
         run_kernel_per_position(*S.kernels[k], spec, d, in.positions, kHeads, in.vectors,
                                 runs[k].got, runs[k].served)) {
       runs[k].supported = true;
