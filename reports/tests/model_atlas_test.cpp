@@ -8,6 +8,7 @@
 #include "ropecheck/reports/model_atlas.hpp"
 #include "ropecheck/kernels/engines.hpp"
 #include "ropecheck/kernels/registry.hpp"
+#include "skew.hpp"
 
 #include <gtest/gtest.h>
 
@@ -43,13 +44,7 @@ class FakeEngine : public Kernel {
     if (!supports(spec, a.dtype)) return KernelStatus::unsupported;
     const KernelStatus st = scalar().apply(spec, a);
     if (st != KernelStatus::ok || !skew_ || a.dtype != Dtype::f32) return st;
-    for (std::int64_t t = 0; t < a.n_tokens; ++t)
-      for (std::int64_t h = 0; h < a.n_heads; ++h)
-        for (std::int64_t j = 0; j < spec.head_dim; ++j) {
-          const std::int64_t i = t * a.token_stride + h * a.head_stride + j;
-          store(Dtype::f32, a.out, i,
-                round_to_dtype(load(Dtype::f32, a.out, i) * (1 + 0x1p-6), Dtype::f32));
-        }
+    test::skew_f32_outputs(spec, a);
     return st;
   }
 

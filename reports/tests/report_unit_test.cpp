@@ -6,6 +6,7 @@
 #include "ropecheck/reference/reference.hpp"
 #include "ropecheck/reports/report.hpp"
 #include "ropecheck/reports/stats.hpp"
+#include "skew.hpp"
 
 #include <gtest/gtest.h>
 
@@ -367,13 +368,7 @@ class SkewedF32 : public Kernel {
   KernelStatus apply(const RopeSpec& spec, const TensorArgs& a) const override {
     const KernelStatus st = inner().apply(spec, a);
     if (st != KernelStatus::ok || a.dtype != Dtype::f32) return st;
-    for (std::int64_t t = 0; t < a.n_tokens; ++t)
-      for (std::int64_t h = 0; h < a.n_heads; ++h)
-        for (std::int64_t j = 0; j < spec.head_dim; ++j) {
-          const std::int64_t i = t * a.token_stride + h * a.head_stride + j;
-          store(Dtype::f32, a.out, i,
-                round_to_dtype(load(Dtype::f32, a.out, i) * (1 + 0x1p-6), Dtype::f32));
-        }
+    test::skew_f32_outputs(spec, a);
     return st;
   }
 

@@ -138,11 +138,7 @@ class Mutant final : public Kernel {
   KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
     const KernelStatus st = vllm().apply(change_(s), a);
     if (st != KernelStatus::ok || post_ == 1) return st;
-    auto* out = static_cast<float*>(a.out);  // f32 only: the magnitude applied once more
-    for (std::int64_t t = 0; t < a.n_tokens; ++t)
-      for (std::int64_t h = 0; h < a.n_heads; ++h)
-        for (std::int64_t j = 0; j < s.rotary_dim; ++j)
-          out[t * a.token_stride + h * a.head_stride + j] *= post_;
+    scale_rotated_f32(s, a, post_);  // f32 only: the magnitude applied once more
     return st;
   }
 

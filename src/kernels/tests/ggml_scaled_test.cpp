@@ -313,11 +313,7 @@ class Rescaled final : public Kernel {
   }
   KernelStatus apply(const RopeSpec& s, const TensorArgs& a) const override {
     const KernelStatus st = ggml_cpu().apply(s, a);
-    auto* y = static_cast<float*>(a.out);
-    for (std::int64_t t = 0; t < a.n_tokens; ++t)
-      for (std::int64_t h = 0; h < a.n_heads; ++h)
-        for (std::int64_t j = 0; j < s.rotary_dim; ++j)
-          y[t * a.token_stride + h * a.head_stride + j] *= factor_;
+    if (st == KernelStatus::ok) scale_rotated_f32(s, a, factor_);
     return st;
   }
 

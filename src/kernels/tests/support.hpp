@@ -41,6 +41,16 @@ inline void set_raw(Dtype d, Bytes& b, std::int64_t i, std::uint64_t r) {
   std::memcpy(b.data() + i * bytes_of(d), &r, bytes_of(d));
 }
 
+// Multiplies the rotated dims of an f32 call's outputs by f, in place: the mutants that apply a
+// magnitude once more (YaRN's mscale twice).
+inline void scale_rotated_f32(const RopeSpec& s, const TensorArgs& a, float f) {
+  auto* y = static_cast<float*>(a.out);
+  for (std::int64_t t = 0; t < a.n_tokens; ++t)
+    for (std::int64_t h = 0; h < a.n_heads; ++h)
+      for (std::int64_t j = 0; j < s.rotary_dim; ++j)
+        y[t * a.token_stride + h * a.head_stride + j] *= f;
+}
+
 inline RopeSpec make_spec(std::int64_t head_dim, std::int64_t rotary_dim, Layout l,
                           double base = 10000, double scale = 1.0) {
   RopeSpec s;
