@@ -78,13 +78,13 @@ Floats dynamic(const RopeSpec& s) {
 }
 
 // dynamic (vLLM DynamicNTKScalingRotaryEmbedding): one cache for max_len = L0 * f positions, its
-// base in Python floats: base * (f * max_len / L0 - (f - 1)) ** (rd / (rd - 2)), then the default.
+// base in Python floats -- HF's f64 formula (dynamic_base_f64) at seq_len = max_len, for every
+// position -- then the default. (vllm_native accepts only an integral max_len.)
 Floats vllm_dynamic(const RopeSpec& s) {
-  const Scaling& sc = s.scaling;
-  const double L0 = static_cast<double>(sc.max_position_embeddings);
-  const double max_len = L0 * sc.factor, rd = static_cast<double>(s.ladder_dim());
-  return plain(s.base * std::pow(sc.factor * max_len / L0 - (sc.factor - 1), rd / (rd - 2)),
-               s.ladder_dim());
+  RopeSpec at_max_len = s;
+  at_max_len.scaling.seq_len = static_cast<std::int64_t>(
+      std::llround(static_cast<double>(s.scaling.max_position_embeddings) * s.scaling.factor));
+  return plain(dynamic_base_f64(at_max_len), s.ladder_dim());
 }
 
 // yarn (HF, and vLLM's YaRN / DeepSeek classes): pos = base ** e; extrapolation 1 / pos;
